@@ -1,0 +1,125 @@
+import { hostname, release } from 'node:os';
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AgentRegistry, type AgentRecord } from '@niclab/shared/agent-registry';
+import type { Config } from '@niclab/shared/config';
+import { Keys } from '@niclab/shared/keys';
+import type { Logger } from '@niclab/shared/logger';
+import { createRedis } from '@niclab/shared/redis';
+import type { Task } from '@niclab/shared/task';
+import { VERSION } from '@niclab/shared/version';
+import { probeEngines } from './engines/registry.js';
+import { readInterfaces } from './interfaces.js';
+import { processTask } from './processor.js';
+
+/** A cancel announcement: a whole job, or one abandoned run. */
+export interface CancelMessage {
+  jobId?: string;
+  runId?: string;
+  code?: string;
+  message?: string;
+}
+
+interface Running {
+  task: Task;
+  controller: AbortController;
+}
+
+/** One per lab host: registers itself and its interfaces, takes tasks from its own queue, runs engines. */
+export class AgentService {
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private readonly registry: AgentRegistry;
+  private worker: Worker | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private record: AgentRecord | undefined;
+  private readonly running = new Map<string, Running>();
+  private readonly startedAt = new Date().toISOString();
+
+  constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger) {
+    this.keys = new Keys(config.prefix);
+    this.redis = createRedis(config.redisUrl, { name: `niclab-agent-${config.agentId}` });
+    this.subscriber = createRedis(config.redisUrl, { blocking: true, name: `niclab-agent-${config.agentId}-sub` });
+    this.registry = new AgentRegistry(this.redis, this.keys);
+  }
+
+  get id(): string {
+    return this.config.agentId;
+  }
+
+  async start(): Promise<void> {
+    await this.heartbeat();
+    await this.subscriber.subscribe(this.keys.cancelChannel);
+    this.subscriber.on('message', (_channel: string, text: string) => this.onCancel(text));
+    this.worker = new Worker(this.keys.agentQueue(this.id), (job: Job<Task>) => this.handle(job.data), {
+      connection: createRedis(this.config.redisUrl, { blocking: true, name: `niclab-agent-${this.id}-worker` }),
+      prefix: this.keys.bull,
+      concurrency: 256, // a receiver serves many senders: every flow end is a task of its own
+      autorun: true,
+    });
+    this.worker.on('error', (error) => this.log.error({ err: error }, 'task queue error'));
+    this.heartbeatTimer = setInterval(() => {
+      this.heartbeat().catch((error: unknown) => this.log.warn({ err: error }, 'heartbeat failed'));
+    }, this.config.heartbeatSeconds * 1000);
+    this.log.info({ agent: this.id, interfaces: this.record?.interfaces.map((i) => i.name) }, 'agent started');
+  }
+
+  /** Ends running tasks (their engine processes are killed), stops taking work and deregisters. */
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    for (const { controller } of this.running.values()) {
+      controller.abort({ code: 'agent_shutdown', message: `agent ${this.id} is shutting down` });
+    }
+    await this.worker?.close();
+    if (this.record) await this.registry.deregister(this.record).catch(() => undefined);
+    this.subscriber.disconnect();
+    await this.redis.quit().catch(() => undefined);
+    this.log.info({ agent: this.id }, 'agent stopped');
+  }
+
+  private async heartbeat(): Promise<void> {
+    const [interfaces, engines] = await Promise.all([readInterfaces(), probeEngines()]);
+    this.record = {
+      id: this.id,
+      hostname: hostname(),
+      startedAt: this.startedAt,
+      version: VERSION,
+      kernel: release(),
+      heartbeatSeconds: this.config.heartbeatSeconds,
+      engines,
+      interfaces,
+    };
+    await this.registry.heartbeat(this.record);
+  }
+
+  private async handle(task: Task): Promise<void> {
+    const key = `${task.runId}/${task.flowIndex}/${task.role}`;
+    const controller = new AbortController();
+    const deadline = setTimeout(
+      () => controller.abort({ code: 'deadline_exceeded', message: `the run passed its deadline on agent ${this.id}` }),
+      Math.max(0, task.deadline - Date.now()),
+    );
+    this.running.set(key, { task, controller });
+    try {
+      await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log });
+    } finally {
+      clearTimeout(deadline);
+      this.running.delete(key);
+    }
+  }
+
+  private onCancel(text: string): void {
+    let message: CancelMessage;
+    try {
+      message = JSON.parse(text) as CancelMessage;
+    } catch {
+      return;
+    }
+    for (const { task, controller } of this.running.values()) {
+      if ((message.jobId && task.jobId === message.jobId) || (message.runId && task.runId === message.runId)) {
+        controller.abort({ code: message.code ?? 'canceled', message: message.message ?? 'The run was canceled.' });
+      }
+    }
+  }
+}

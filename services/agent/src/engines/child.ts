@@ -1,0 +1,71 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { ErrorInfo } from '@niclab/shared/contract';
+
+/** Messages an engine child sends over IPC. */
+export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
+
+export interface ChildOutcome<R> {
+  result: R | null;
+  error: ErrorInfo | null;
+  argv: string[];
+}
+
+/** Turns an abort reason into the run's error: deadline, cancel and shutdown each have a code. */
+export function abortError(signal: AbortSignal): ErrorInfo {
+  const reason = signal.reason as { code?: string; message?: string } | undefined;
+  if (reason && typeof reason.code === 'string') return { code: reason.code, message: reason.message ?? reason.code };
+  return { code: 'canceled', message: 'The run was canceled.' };
+}
+
+/** A sibling module of the caller, as .ts under tsx and .js once compiled. */
+export function siblingScript(importMetaUrl: string, name: string): string {
+  const ext = importMetaUrl.endsWith('.ts') ? '.ts' : '.js';
+  return fileURLToPath(new URL(`./${name}${ext}`, importMetaUrl));
+}
+
+/**
+ * Runs an engine in its own Node process, so its CPU time is its own and a kill really ends it.
+ * The child gets `input` as its first IPC message. On abort the child is killed with SIGKILL
+ * and the outcome carries the abort's error; the child also exits if this process dies.
+ */
+export function runNodeChild<R>(script: string, input: object, signal: AbortSignal, onReady: (port: number) => void): Promise<ChildOutcome<R>> {
+  const argv = [process.execPath, ...process.execArgv, script];
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve({ result: null, error: abortError(signal), argv });
+      return;
+    }
+    const child = fork(script, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    let stderr = '';
+    let settled: ChildOutcome<R> | null = null;
+    const settle = (outcome: ChildOutcome<R>) => {
+      settled ??= outcome;
+    };
+    const onAbort = () => {
+      settle({ result: null, error: abortError(signal), argv });
+      child.kill('SIGKILL');
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-2000);
+    });
+    child.on('message', (message: ChildMessage<R>) => {
+      if (message.type === 'ready') onReady(message.port);
+      else if (message.type === 'result') settle({ result: message.result, error: null, argv });
+      else if (message.type === 'error') settle({ result: null, error: message.error, argv });
+    });
+    child.on('error', (error) => settle({ result: null, error: { code: 'engine_failed', message: error.message }, argv }));
+    child.on('exit', (code, exitSignal) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(
+        settled ?? {
+          result: null,
+          error: { code: 'engine_failed', message: `engine process exited (${exitSignal ?? `code ${code}`}) without a result${stderr ? `: ${stderr.trim()}` : ''}` },
+          argv,
+        },
+      );
+    });
+    child.send(input as Parameters<typeof child.send>[0]);
+  });
+}

@@ -1,0 +1,34 @@
+import type { EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec } from '@niclab/shared/contract';
+import type { Task } from '@niclab/shared/task';
+
+/** What the agent gives an engine for one end of one flow. */
+export interface EngineContext {
+  /** Aborted on cancel, on the run's deadline and on agent shutdown; the engine must stop at once. */
+  signal: AbortSignal;
+  /** The address of the task's interface; the engine binds to it. */
+  address: string;
+  /** A receiver calls this once it listens, with its port. */
+  ready(port: number): void;
+}
+
+/** One end's outcome. A failed measurement is an outcome with an error, not an exception. */
+export interface EngineOutcome {
+  figures: EndFigures | null;
+  intervals: Interval[];
+  error: ErrorInfo | null;
+  /** The exact argument vector of the engine process, for diagnostics. */
+  command: string[];
+  port: number | null;
+  /** Epoch ms of the first byte moved at this end. */
+  startedAt: number | null;
+}
+
+/** An engine: one file or folder under engines/, found through the registry. */
+export interface Engine {
+  readonly name: EngineName;
+  /** What this host can run (is the tool installed, which version). */
+  probe(): Promise<EngineInfo>;
+  /** Reasons this engine cannot run the spec; empty when it can. */
+  canRun(spec: JobSpec): string[];
+  run(task: Task, context: EngineContext): Promise<EngineOutcome>;
+}

@@ -1,0 +1,86 @@
+import { readFile, readdir, readlink } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
+import { basename } from 'node:path';
+import type { AgentInterface, NicDelta } from '@niclab/shared/contract';
+import { isInterfaceName } from '@niclab/shared/names';
+
+const SYS = '/sys/class/net';
+
+async function read(path: string): Promise<string | null> {
+  try {
+    return (await readFile(path, 'utf8')).trim();
+  } catch {
+    return null; // absent or unreadable (e.g. speed of a link that is down): reported as null
+  }
+}
+
+function int(text: string | null): number | null {
+  if (text === null || !/^-?\d+$/.test(text)) return null;
+  return Number(text);
+}
+
+/** The host's interfaces as /sys/class/net and the kernel's address list describe them. */
+export async function readInterfaces(): Promise<AgentInterface[]> {
+  const names = (await readdir(SYS)).filter(isInterfaceName).sort();
+  const addresses = networkInterfaces();
+  return Promise.all(
+    names.map(async (name): Promise<AgentInterface> => {
+      const dir = `${SYS}/${name}`;
+      const [mac, mtu, speed, operstate, driverLink] = await Promise.all([
+        read(`${dir}/address`),
+        read(`${dir}/mtu`),
+        read(`${dir}/speed`),
+        read(`${dir}/operstate`),
+        readlink(`${dir}/device/driver`).catch(() => null),
+      ]);
+      const mbps = int(speed);
+      return {
+        name,
+        mac,
+        mtu: int(mtu),
+        speedBitsPerSecond: mbps !== null && mbps > 0 ? mbps * 1_000_000 : null,
+        operstate: operstate ?? 'unknown',
+        driver: driverLink ? basename(driverLink) : null,
+        addresses: (addresses[name] ?? []).map((a) => ({
+          family: a.family,
+          address: a.address,
+          prefixLength: Number(a.cidr?.split('/')[1] ?? (a.family === 'IPv4' ? 32 : 128)),
+        })),
+      };
+    }),
+  );
+}
+
+/** The address a test binds to on this interface: IPv4 first, then a global IPv6 address. */
+export function bindAddress(iface: AgentInterface): string | null {
+  const v4 = iface.addresses.find((a) => a.family === 'IPv4');
+  if (v4) return v4.address;
+  return iface.addresses.find((a) => a.family === 'IPv6' && !a.address.startsWith('fe80'))?.address ?? null;
+}
+
+export function isUsable(iface: AgentInterface): boolean {
+  return iface.operstate === 'up' || iface.operstate === 'unknown';
+}
+
+export type Counters = Omit<NicDelta, 'agent' | 'interface'>;
+
+const COUNTERS: Record<keyof Counters, string> = {
+  rxBytes: 'rx_bytes', txBytes: 'tx_bytes', rxPackets: 'rx_packets', txPackets: 'tx_packets',
+  rxErrors: 'rx_errors', txErrors: 'tx_errors', rxDropped: 'rx_dropped', txDropped: 'tx_dropped',
+};
+
+/** The interface's statistics counters; null when the interface is gone. */
+export async function readCounters(name: string): Promise<Counters | null> {
+  if (!isInterfaceName(name)) return null;
+  const entries = await Promise.all(
+    Object.entries(COUNTERS).map(async ([key, file]) => [key, int(await read(`${SYS}/${name}/statistics/${file}`))] as const),
+  );
+  if (entries.some(([, value]) => value === null)) return null;
+  return Object.fromEntries(entries) as Counters;
+}
+
+export function counterDelta(before: Counters, after: Counters): Counters {
+  const out = {} as Counters;
+  for (const key of Object.keys(COUNTERS) as (keyof Counters)[]) out[key] = after[key] - before[key];
+  return out;
+}

@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+import type { AgentInterface, ErrorInfo, NicDelta } from '@niclab/shared/contract';
+import type { Keys } from '@niclab/shared/keys';
+import type { Logger } from '@niclab/shared/logger';
+import { isInterfaceName } from '@niclab/shared/names';
+import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
+import { engineFor } from './engines/registry.js';
+import { bindAddress, counterDelta, isUsable, readCounters, readInterfaces } from './interfaces.js';
+
+/** Replies live long enough for a coordinator to read them, then expire. */
+const REPLY_TTL_SECONDS = 3600;
+
+export interface ProcessorDeps {
+  agentId: string;
+  redis: Redis;
+  keys: Keys;
+  log: Logger;
+}
+
+/**
+ * Runs one end of one flow: checks the task again (nothing unvalidated reaches a process),
+ * reads the interface's counters around the engine, and always answers with a report.
+ */
+export async function processTask(task: Task, signal: AbortSignal, deps: ProcessorDeps): Promise<EndReport> {
+  const { redis, keys } = deps;
+  const log = deps.log.child({ jobId: task.jobId, runId: task.runId, flow: task.flowIndex, role: task.role, interface: task.interface });
+  const diagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null as number | null, command: [] as string[] };
+  const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
+    const full: EndReport = { flowIndex: task.flowIndex, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, startedAt: null, ...rest };
+    await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
+    log.info({ outcome: error ? error.code : 'ok', bitsPerSecond: full.figures?.realBitsPerSecond }, 'task finished');
+    return full;
+  };
+
+  const engine = engineFor(task.engine);
+  if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
+  if (!isInterfaceName(task.interface)) return report({ code: 'invalid_task', message: 'the interface name is not valid' });
+  if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
+  if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
+  const iface: AgentInterface | undefined = (await readInterfaces()).find((i) => i.name === task.interface);
+  if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
+  if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });
+  const address = bindAddress(iface);
+  if (!address) return report({ code: 'no_address', message: `interface ${task.interface} on agent ${deps.agentId} has no address` });
+  diagnostics.address = address;
+
+  log.info({ engine: task.engine }, 'task started');
+  const before = await readCounters(task.interface);
+  const outcome = await engine.run(task, {
+    signal,
+    address,
+    ready: (port) => {
+      const reply: ReadyReply = { flowIndex: task.flowIndex, address, port };
+      void redis.multi().rpush(keys.runReady(task.runId), JSON.stringify(reply)).expire(keys.runReady(task.runId), REPLY_TTL_SECONDS).exec();
+    },
+  });
+  const after = await readCounters(task.interface);
+  const nic: NicDelta | null = before && after ? { agent: deps.agentId, interface: task.interface, ...counterDelta(before, after) } : null;
+  diagnostics.port = outcome.port;
+  diagnostics.command = outcome.command;
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, startedAt: outcome.startedAt });
+}

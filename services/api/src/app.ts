@@ -1,0 +1,21 @@
+import express, { type Express } from 'express';
+import { loadOpenApi } from '@niclab/shared/openapi';
+import { docsRouter } from './docs.js';
+import { errorMiddleware, notFound } from './errors.js';
+import { handlers } from './handlers/index.js';
+import { specRouter } from './router.js';
+import type { ApiServices } from './services.js';
+
+/** Builds the API (no listen): JSON body parsing, the routes of openapi.yaml, docs, problem+json errors. */
+export function createApp(services: ApiServices): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(loadOpenApi().text));
+  app.use(docsRouter());
+  app.use(specRouter(handlers, services));
+  app.use(notFound);
+  app.use(errorMiddleware(services.log));
+  return app;
+}

@@ -1,0 +1,18 @@
+import type { ApiServices } from './services.js';
+
+/** A request after validation against openapi.yaml: defaults applied, query values typed. */
+export interface ValidatedRequest {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Handlers are thin: validated input in, `{status, body}` out, typed errors thrown. */
+export type Handler = (request: ValidatedRequest, services: ApiServices) => Promise<Reply>;

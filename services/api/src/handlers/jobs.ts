@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import { TERMINAL_STATUSES, type JobSpec, type JobStatus } from '@niclab/shared/contract';
+import { planRuns } from '@niclab/shared/plan';
+import { HttpProblem } from '@niclab/shared/problem';
+import type { Handler } from '../handler.js';
+import { submissionErrors } from '../submission.js';
+
+export const createJob: Handler = async ({ body }, { store, agents, jobsQueue, log }) => {
+  const spec = body as JobSpec;
+  const errors = submissionErrors(spec, await agents.list());
+  if (errors.length > 0) throw HttpProblem.invalid(errors, 'The job cannot run as specified.');
+  const id = randomUUID();
+  const job = await store.create(id, spec, planRuns(spec).length);
+  try {
+    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000 });
+  } catch (error) {
+    await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
+    throw error;
+  }
+  log.info({ jobId: id, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal }, 'job accepted');
+  return { status: 202, body: job, headers: { Location: `/v1/jobs/${id}` } };
+};
+
+export const listJobs: Handler = async ({ query }, { store }) => {
+  const page = await store.list({ status: query.status as JobStatus | undefined, limit: query.limit as number, cursor: query.cursor as string | undefined });
+  if (!page) throw HttpProblem.invalid([{ field: 'query.cursor', message: 'is not a cursor this API returned' }]);
+  return { status: 200, body: page };
+};
+
+export const getJob: Handler = async ({ params }, { store }) => {
+  const id = params.id as string;
+  const job = await store.get(id);
+  if (!job) throw HttpProblem.notFound(`Job ${id}`);
+  return { status: 200, body: { ...job, runs: await store.listRuns(id) } };
+};
+
+export const listRuns: Handler = async ({ params }, { store }) => {
+  const id = params.id as string;
+  if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
+  return { status: 200, body: { items: await store.listRuns(id) } };
+};
+
+export const cancelJob: Handler = async ({ params }, { store, redis, keys, jobsQueue, log }) => {
+  const id = params.id as string;
+  const job = await store.get(id);
+  if (!job) throw HttpProblem.notFound(`Job ${id}`);
+  const error = { code: 'canceled', message: 'Canceled by request.' };
+  if (TERMINAL_STATUSES.includes(job.status) || !(await store.transition(id, ['queued', 'running'], 'canceled', { finishedAt: new Date().toISOString(), error }))) {
+    const now = await store.get(id);
+    throw new HttpProblem(409, 'job-finished', `Job ${id} is already ${now?.status ?? job.status}.`);
+  }
+  // Coordinators and agents stop its run and end its processes; a job still waiting leaves the queue.
+  await redis.publish(keys.cancelChannel, JSON.stringify({ jobId: id, code: 'canceled', message: error.message }));
+  await jobsQueue.remove(id).catch(() => undefined);
+  log.info({ jobId: id, was: job.status }, 'job canceled');
+  return { status: 202, body: await store.get(id) };
+};

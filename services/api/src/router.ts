@@ -1,0 +1,93 @@
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { ValidateFunction } from 'ajv';
+import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/openapi';
+import { HttpProblem } from '@niclab/shared/problem';
+import type { Handler } from './handler.js';
+import type { ApiServices } from './services.js';
+
+interface CompiledOperation {
+  operationId: string;
+  params?: ValidateFunction;
+  query?: ValidateFunction;
+  body?: ValidateFunction;
+  bodyRequired: boolean;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+function parameterSchema(parameters: ParameterObject[]): unknown {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: Object.fromEntries(parameters.map((p) => [p.name, p.schema])),
+    required: parameters.filter((p) => p.required).map((p) => p.name),
+  };
+}
+
+/**
+ * Builds every route from openapi.yaml: the path, the method, the validation of path, query
+ * and body, and the handler named by its operationId. A path's other methods answer 405.
+ */
+export function specRouter(handlers: Record<string, Handler>, services: ApiServices): Router {
+  const { doc } = loadOpenApi();
+  const queryAjv = createAjv({ coerce: true, defaults: true });
+  const bodyAjv = createAjv({ defaults: true });
+  const router = express.Router({ strict: true });
+
+  for (const [path, item] of Object.entries(doc.paths)) {
+    const expressPath = path.replace(/\{(\w+)\}/g, ':$1');
+    const shared = ((item as { parameters?: ParameterObject[] }).parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p));
+    const allowed: string[] = [];
+    for (const method of HTTP_METHODS) {
+      const op = item[method] as OperationObject | undefined;
+      if (!op) continue;
+      allowed.push(method.toUpperCase());
+      const handler = handlers[op.operationId];
+      if (!handler) throw new Error(`openapi.yaml names operation ${op.operationId}, which has no handler`);
+      const parameters = [...shared, ...(op.parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p))];
+      const pathParams = parameters.filter((p) => p.in === 'path');
+      const compiled: CompiledOperation = {
+        operationId: op.operationId,
+        params: pathParams.length ? compileSchema(queryAjv, parameterSchema(pathParams)) : undefined,
+        query: compileSchema(queryAjv, parameterSchema(parameters.filter((p) => p.in === 'query'))),
+        body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
+        bodyRequired: op.requestBody?.required ?? false,
+      };
+      router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
+        try {
+          const reply = await handler(validate(compiled, req), services);
+          for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+          if (reply.body === undefined) res.status(reply.status).end();
+          else res.status(reply.status).json(reply.body);
+        } catch (error) {
+          next(error);
+        }
+      });
+    }
+    router.all(expressPath, (_req: Request, res: Response, next: NextFunction) => {
+      res.setHeader('Allow', allowed.join(', '));
+      next(new HttpProblem(405, 'method-not-allowed', `This resource allows ${allowed.join(', ')}.`));
+    });
+  }
+  return router;
+}
+
+function validate(op: CompiledOperation, req: Request) {
+  const params = { ...req.params } as Record<string, string>;
+  const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
+  if (op.params && !op.params(params)) throw HttpProblem.invalid(fieldErrors(op.params.errors, 'path'));
+  if (op.query && !op.query(query)) throw HttpProblem.invalid(fieldErrors(op.query.errors, 'query'));
+  let body: unknown;
+  if (op.body) {
+    if (!req.is(JSON_TYPES)) {
+      if (req.headers['content-type'] && (Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'])) {
+        throw new HttpProblem(415, 'unsupported-media-type', 'The body must be application/json.');
+      }
+      if (op.bodyRequired) throw HttpProblem.invalid([{ field: 'body', message: 'is required (application/json)' }]);
+    } else {
+      body = req.body;
+      if (!op.body(body)) throw HttpProblem.invalid(fieldErrors(op.body.errors, 'body'));
+    }
+  }
+  return { params, query, body, headers: req.headers };
+}

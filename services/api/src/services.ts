@@ -1,0 +1,35 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AgentRegistry } from '@niclab/shared/agent-registry';
+import type { Config } from '@niclab/shared/config';
+import { JobStore } from '@niclab/shared/job-store';
+import { Keys } from '@niclab/shared/keys';
+import type { Logger } from '@niclab/shared/logger';
+import { createRedis } from '@niclab/shared/redis';
+
+/** What the handlers work with; built once per API process. */
+export interface ApiServices {
+  config: Config;
+  log: Logger;
+  keys: Keys;
+  redis: Redis;
+  store: JobStore;
+  agents: AgentRegistry;
+  jobsQueue: Queue;
+  close(): Promise<void>;
+}
+
+export function createApiServices(config: Config & { redisUrl: string }, log: Logger): ApiServices {
+  const keys = new Keys(config.prefix);
+  const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
+  const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
+  return {
+    config, log, keys, redis, jobsQueue,
+    store: new JobStore(redis, keys),
+    agents: new AgentRegistry(redis, keys),
+    async close() {
+      await jobsQueue.close();
+      await redis.quit().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import { canRun } from '@niclab/agent/engines/registry';
+import { bindAddress, isUsable } from '@niclab/agent/interfaces';
+import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
+import { planRuns } from '@niclab/shared/plan';
+
+/** A job may expand to at most this many runs. */
+export const MAX_RUNS = 10_000;
+
+/** What the schema cannot say about a spec: combinations that do not make sense. */
+function consistency(spec: JobSpec): FieldError[] {
+  const errors: FieldError[] = [];
+  if (spec.protocol === 'udp' && !spec.udp) errors.push({ field: 'body.udp', message: 'is required when protocol is "udp"' });
+  if (spec.protocol === 'tcp' && spec.udp) errors.push({ field: 'body.udp', message: 'applies to protocol "udp" only' });
+  for (const dimension of ['packetSize', 'rate'] as const) {
+    if (spec.sweep?.[dimension] && spec.protocol !== 'udp') errors.push({ field: `body.sweep.${dimension}`, message: 'applies to protocol "udp" only' });
+  }
+  if (spec.tuning) errors.push({ field: 'body.tuning', message: 'tuning is not supported by this niclab version yet' });
+  if (spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
+  const runs = planRuns(spec).length;
+  if (runs > MAX_RUNS) errors.push({ field: 'body.sweep', message: `expands to ${runs} runs; at most ${MAX_RUNS} are allowed per job` });
+  return errors;
+}
+
+/** Every endpoint must name an online agent and one of its interfaces that is up and has an address. */
+function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
+  const errors: FieldError[] = [];
+  spec.flows.forEach((flow, i) => {
+    for (const side of ['from', 'to'] as const) {
+      const { agent: agentId, interface: name } = flow[side];
+      const field = `body.flows[${i}].${side}`;
+      const agent = agents.get(agentId);
+      if (!agent) {
+        errors.push({ field: `${field}.agent`, message: `agent "${agentId}" is not registered` });
+        continue;
+      }
+      if (!agent.online) {
+        errors.push({ field: `${field}.agent`, message: `agent "${agentId}" is offline (last seen ${agent.lastSeen})` });
+        continue;
+      }
+      const iface = agent.interfaces.find((candidate) => candidate.name === name);
+      if (!iface) errors.push({ field: `${field}.interface`, message: `agent "${agentId}" has no interface "${name}"` });
+      else if (!isUsable(iface)) errors.push({ field: `${field}.interface`, message: `interface "${name}" on agent "${agentId}" is ${iface.operstate}` });
+      else if (!bindAddress(iface)) errors.push({ field: `${field}.interface`, message: `interface "${name}" on agent "${agentId}" has no address` });
+    }
+  });
+  return errors;
+}
+
+/** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
+export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError[] {
+  const errors = consistency(spec);
+  const agents = new Map(registered.map((agent) => [agent.id, agent]));
+  errors.push(...inventory(spec, agents));
+  const involved = [...new Set(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]))].map((id) => agents.get(id)).filter((a): a is Agent => !!a?.online);
+  errors.push(...canRun(spec, involved).map((message) => ({ field: 'body.engine', message })));
+  return errors;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AgentService } from '@niclab/agent/agent';
+import { createApp } from '@niclab/api/app';
+import { createApiServices } from '@niclab/api/services';
+import { Coordinator } from '@niclab/coordinator/coordinator';
+import { ConfigError, loadConfig, type Config } from '@niclab/shared/config';
+import { createLogger, type Logger } from '@niclab/shared/logger';
+import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
+import { VERSION } from '@niclab/shared/version';
+
+const USAGE = `niclab ${VERSION}: benchmark network interfaces across lab hosts
+
+Usage:
+  niclab start                 API + coordinator + a local agent (id "local"), and a private
+                               redis-server when REDIS_URL is unset
+  niclab api [--no-coordinator]
+                               the REST API on NICLAB_HOST:NICLAB_PORT (default 127.0.0.1:8080)
+  niclab agent [--id ID]       an agent for this host (default id: NICLAB_AGENT_ID or the hostname)
+  niclab coordinator           a coordinator alone (turns jobs into runs)
+
+Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
+NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_LOG_LEVEL,
+NICLAB_DATA_DIR, NICLAB_COORDINATOR. See README.md.`;
+
+type Stopper = () => Promise<void>;
+
+async function listen(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const services = createApiServices(config, log);
+  const server: Server = createApp(services).listen(config.port, config.host);
+  await once(server, 'listening');
+  const address = server.address();
+  log.info({ url: `http://${config.host}:${typeof address === 'object' && address ? address.port : config.port}` }, 'api listening');
+  stoppers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await services.close();
+  });
+}
+
+async function coordinate(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const coordinator = new Coordinator(config, log.child({ role: 'coordinator' }));
+  await coordinator.start();
+  stoppers.push(() => coordinator.stop());
+}
+
+async function runAgent(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const agent = new AgentService(config, log.child({ role: 'agent' }));
+  await agent.start();
+  stoppers.push(() => agent.stop());
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      id: { type: 'string' },
+      'no-coordinator': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
+    },
+  });
+  const command = positionals[0];
+  if (values.version) return void console.log(VERSION);
+  if (values.help || !command) return void console.log(USAGE);
+  if (!['start', 'api', 'agent', 'coordinator'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+
+  const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};
+  if (values.id) overrides.agentId = values.id;
+  else if (command === 'start') overrides.agentId = process.env.NICLAB_AGENT_ID || 'local';
+  if (values['no-coordinator']) overrides.coordinator = false;
+  const base = loadConfig(process.env, overrides);
+  const log = createLogger(base.logLevel, { service: 'niclab' });
+
+  // Stopped in reverse order: agent and coordinator first (their processes end), Redis last.
+  const stoppers: Stopper[] = [];
+  let redis: PrivateRedis | undefined;
+  let redisUrl = base.redisUrl;
+  if (!redisUrl && command === 'start') {
+    redis = await startPrivateRedis(join(base.dataDir, 'redis'));
+    redisUrl = redis.url;
+    stoppers.push(() => redis!.stop());
+    log.info({ redis: redisUrl, pid: redis.pid }, 'started a private redis-server (REDIS_URL is unset)');
+  }
+  const config = { ...base, redisUrl: redisUrl ?? 'redis://127.0.0.1:6379' };
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    for (const stop of stoppers.reverse()) await stop().catch((error: unknown) => log.error({ err: error }, 'shutdown step failed'));
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  if (command === 'start' || command === 'api') await listen(config, log.child({ role: 'api' }), stoppers);
+  if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
+  if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).catch((error: Error) => {
+  if (error instanceof ConfigError || error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    console.error(`niclab: ${error.message}\n\nRun "niclab --help" for usage.`);
+    process.exit(2);
+  }
+  console.error(`niclab: ${error.message}`);
+  process.exit(1);
+});

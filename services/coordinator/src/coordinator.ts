@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker, type Job as BullJob } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AgentRegistry } from '@niclab/shared/agent-registry';
+import type { Config } from '@niclab/shared/config';
+import { TERMINAL_STATUSES, type ErrorInfo, type Job, type Run } from '@niclab/shared/contract';
+import { JobStore } from '@niclab/shared/job-store';
+import { Keys } from '@niclab/shared/keys';
+import type { Logger } from '@niclab/shared/logger';
+import { paramsAt, planRuns, type PlannedRun } from '@niclab/shared/plan';
+import { createRedis } from '@niclab/shared/redis';
+import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/task';
+import { collect } from './collect.js';
+import { flowResult, pickError } from './flow-result.js';
+
+/** The common start instant is this far after the last receiver is ready, so every sender is connected by then. */
+const START_DELAY_MS = 300;
+/** Reports of ends killed at the deadline need a moment to arrive. */
+const REPORT_GRACE_MS = 2000;
+const ABANDONED_TTL_SECONDS = 3600;
+
+export interface JobMessage {
+  jobId: string;
+}
+
+/**
+ * Turns jobs into runs and runs into agent tasks: receivers first, then senders at a common
+ * start instant, then both ends' reports gathered into the run. A BullMQ worker; any number
+ * of coordinators can share the queue.
+ */
+export class Coordinator {
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private readonly store: JobStore;
+  private readonly registry: AgentRegistry;
+  private readonly agentQueues = new Map<string, Queue>();
+  private readonly active = new Map<string, AbortController>();
+  private worker: Worker | undefined;
+
+  constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
+    this.keys = new Keys(config.prefix);
+    this.redis = createRedis(config.redisUrl, { name: 'niclab-coordinator' });
+    this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
+    this.store = new JobStore(this.redis, this.keys);
+    this.registry = new AgentRegistry(this.redis, this.keys);
+  }
+
+  async start(): Promise<void> {
+    await this.subscriber.subscribe(this.keys.cancelChannel);
+    this.subscriber.on('message', (_channel: string, text: string) => {
+      try {
+        const { jobId } = JSON.parse(text) as { jobId?: string };
+        if (jobId) this.active.get(jobId)?.abort({ code: 'canceled', message: 'The job was canceled.' });
+      } catch {
+        // not ours to read
+      }
+    });
+    this.worker = new Worker(this.keys.jobsQueue, (job: BullJob<JobMessage>) => this.processJob(job.data.jobId), {
+      connection: createRedis(this.config.redisUrl, { blocking: true, name: 'niclab-coordinator-worker' }),
+      prefix: this.keys.bull,
+      concurrency: this.concurrency,
+    });
+    this.worker.on('error', (error) => this.log.error({ err: error }, 'job queue error'));
+  }
+
+  async stop(): Promise<void> {
+    for (const controller of this.active.values()) controller.abort({ code: 'coordinator_shutdown', message: 'the coordinator is shutting down' });
+    await this.worker?.close();
+    await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
+    this.subscriber.disconnect();
+    await this.redis.quit().catch(() => undefined);
+  }
+
+  /** Runs a job to its end. Safe to call again for a job whose coordinator died: finished runs are kept. */
+  async processJob(jobId: string): Promise<void> {
+    const job = await this.store.get(jobId);
+    if (!job || TERMINAL_STATUSES.includes(job.status)) return;
+    const log = this.log.child({ jobId });
+    if (job.status === 'queued' && !(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
+    const controller = new AbortController();
+    this.active.set(jobId, controller);
+    try {
+      const planned = planRuns(job.spec);
+      const done = new Map((await this.store.listRuns(jobId)).filter((r) => TERMINAL_STATUSES.includes(r.status)).map((r) => [r.index, r]));
+      let failed = [...done.values()].filter((r) => r.status === 'failed');
+      log.info({ runs: planned.length, resumedAt: done.size }, 'job started');
+      for (const plan of planned) {
+        if (done.has(plan.index)) continue;
+        if (controller.signal.aborted) break;
+        const run = await this.executeRun(job, plan, controller.signal, log);
+        done.set(plan.index, run);
+        if (run.status === 'failed') failed = [...failed, run];
+        await this.store.setProgress(jobId, done.size, planned.length);
+      }
+      if (controller.signal.aborted) return; // the API already moved the job to canceled
+      const finishedAt = new Date().toISOString();
+      if (failed.length === 0) {
+        await this.store.transition(jobId, ['running'], 'succeeded', { finishedAt, error: null });
+      } else {
+        const first = failed[0]?.error;
+        const error: ErrorInfo = {
+          code: failed.length === planned.length && first ? first.code : 'runs_failed',
+          message: `${failed.length} of ${planned.length} runs failed${first ? `; first: ${first.message}` : ''}`,
+        };
+        await this.store.transition(jobId, ['running'], 'failed', { finishedAt, error });
+      }
+      log.info({ outcome: failed.length === 0 ? 'succeeded' : 'failed', failedRuns: failed.length }, 'job finished');
+    } finally {
+      this.active.delete(jobId);
+    }
+  }
+
+  private queueFor(agentId: string): Queue {
+    let queue = this.agentQueues.get(agentId);
+    if (!queue) {
+      queue = new Queue(this.keys.agentQueue(agentId), { connection: this.redis, prefix: this.keys.bull });
+      this.agentQueues.set(agentId, queue);
+    }
+    return queue;
+  }
+
+  private async dispatch(agentId: string, task: Task): Promise<void> {
+    await this.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
+  }
+
+  private async executeRun(job: Job, plan: PlannedRun, signal: AbortSignal, jobLog: Logger): Promise<Run> {
+    const spec = job.spec;
+    const t0 = Date.now();
+    const run: Run = {
+      id: randomUUID(), jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
+      status: 'running', startedAt: new Date(t0).toISOString(), finishedAt: null, flows: [], error: null,
+    };
+    const log = jobLog.child({ runId: run.id, run: plan.index });
+    await this.store.saveRun(run);
+    const params = paramsAt(spec, plan.point);
+    const deadline = t0 + (params.duration + this.config.setupSeconds) * 1000;
+    const n = spec.flows.length;
+    const ready = new Map<number, ReadyReply>();
+    const senders = new Map<number, EndReport>();
+    const receivers = new Map<number, EndReport>();
+    const onItem = (key: string, value: string) => {
+      if (key === this.keys.runReady(run.id)) {
+        const reply = JSON.parse(value) as ReadyReply;
+        ready.set(reply.flowIndex, reply);
+      } else {
+        const report = JSON.parse(value) as EndReport;
+        (report.role === 'sender' ? senders : receivers).set(report.flowIndex, report);
+      }
+    };
+    const blocking = this.redis.duplicate();
+    let failure: ErrorInfo | null = null;
+    try {
+      const offline = await this.offlineAgents(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]));
+      if (offline.length > 0) {
+        failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
+      } else {
+        log.info({ flows: n, point: plan.point, repetition: plan.repetition }, 'run started');
+        const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline };
+        await Promise.all(spec.flows.map((flow, i) => this.dispatch(flow.to.agent, { ...base, role: 'receiver', flowIndex: i, interface: flow.to.interface } satisfies ReceiverTask)));
+        const setupDeadline = Math.min(deadline, t0 + this.config.setupSeconds * 1000);
+        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => spec.flows.every((_, i) => ready.has(i) || receivers.has(i)));
+        const notReady = spec.flows.map((flow, i) => ({ flow, i })).filter(({ i }) => !ready.has(i) && !receivers.has(i));
+        if (!signal.aborted && notReady.length > 0) {
+          failure = {
+            code: 'peer_unavailable',
+            message: notReady.map(({ flow }) => `the receiver on agent ${flow.to.agent} (${flow.to.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; '),
+          };
+        } else if (!signal.aborted) {
+          const startAt = Date.now() + START_DELAY_MS;
+          await Promise.all(
+            spec.flows.map((flow, i) => {
+              const peer = ready.get(i);
+              if (!peer) return Promise.resolve(); // its receiver already failed and reported
+              return this.dispatch(flow.from.agent, { ...base, role: 'sender', flowIndex: i, interface: flow.from.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
+            }),
+          );
+          const expected = spec.flows.filter((_, i) => ready.has(i)).length;
+          await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => senders.size >= expected && receivers.size >= n);
+        }
+      }
+    } finally {
+      blocking.disconnect();
+    }
+    run.flows = spec.flows.map((flow, i) => flowResult(flow, senders.get(i), receivers.get(i)));
+    run.finishedAt = new Date().toISOString();
+    if (signal.aborted) {
+      const reason = signal.reason as ErrorInfo;
+      run.status = 'canceled';
+      run.error = { code: reason.code ?? 'canceled', message: reason.message ?? 'The job was canceled.' };
+    } else {
+      run.error = failure ?? pickError(run.flows.map((f) => f.error));
+      run.status = run.error ? 'failed' : 'succeeded';
+    }
+    if (run.status !== 'succeeded') await this.abandon(run);
+    await this.store.saveRun(run);
+    log.info({ outcome: run.status, error: run.error?.code, bitsPerSecond: run.flows.map((f) => f.bitsPerSecond) }, 'run finished');
+    return run;
+  }
+
+  private async offlineAgents(ids: string[]): Promise<string[]> {
+    const unique = [...new Set(ids)];
+    const agents = await Promise.all(unique.map((id) => this.registry.get(id)));
+    return unique.filter((_, i) => !agents[i]?.online);
+  }
+
+  /** Tells every agent to end this run's engine processes, and keeps queued tasks of it from starting. */
+  private async abandon(run: Run): Promise<void> {
+    await this.redis.set(this.keys.runAbandoned(run.id), '1', 'EX', ABANDONED_TTL_SECONDS);
+    await this.redis.publish(this.keys.cancelChannel, JSON.stringify({ runId: run.id, code: run.error?.code ?? 'canceled', message: run.error?.message }));
+  }
+}

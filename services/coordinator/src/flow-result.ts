@@ -1,0 +1,42 @@
+import type { ErrorInfo, FlowResult, FlowSpec } from '@niclab/shared/contract';
+import type { EndReport } from '@niclab/shared/task';
+
+/** Errors that are consequences of another failure; a root cause is reported in preference. */
+const CONSEQUENCES = new Set(['canceled', 'deadline_exceeded', 'no_data', 'no_report']);
+
+export function pickError(errors: (ErrorInfo | null | undefined)[]): ErrorInfo | null {
+  const present = errors.filter((e): e is ErrorInfo => !!e);
+  return present.find((e) => !CONSEQUENCES.has(e.code)) ?? present[0] ?? null;
+}
+
+/** One flow's result from its two ends' reports. */
+export function flowResult(flow: FlowSpec, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {
+  const missing = (end: string, endpoint: FlowSpec['from']): ErrorInfo => ({
+    code: 'no_report',
+    message: `the ${end} on agent ${endpoint.agent} (${endpoint.interface}) did not report before the run's deadline`,
+  });
+  const error = pickError([sender?.error, receiver?.error, sender ? null : missing('sender', flow.from), receiver ? null : missing('receiver', flow.to)]);
+  const sent = sender?.figures ?? null;
+  const received = receiver?.figures ?? null;
+  const nicFrom = sender?.nic ?? null;
+  const nicTo = receiver?.nic ?? null;
+  // The named interfaces carried the flow when their counters account for at least its payload.
+  const pathVerified = error || !sent || !received || !nicFrom || !nicTo ? null : nicFrom.txBytes >= sent.bytes && nicTo.rxBytes >= received.bytes;
+  const result: FlowResult = {
+    from: flow.from,
+    to: flow.to,
+    sender: sent,
+    receiver: received,
+    bitsPerSecond: received ? received.realBitsPerSecond : null,
+    retransmits: null,
+    udp: null,
+    intervals: receiver?.intervals ?? [],
+    nic: { from: nicFrom, to: nicTo },
+    pathVerified,
+    error,
+    diagnostics: {},
+  };
+  if (sender) result.diagnostics.sender = sender.diagnostics;
+  if (receiver) result.diagnostics.receiver = receiver.diagnostics;
+  return result;
+}

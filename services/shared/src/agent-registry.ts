@@ -1,0 +1,51 @@
+import type { Redis } from 'ioredis';
+import type { Agent } from './contract.js';
+import type { Keys } from './keys.js';
+
+/** What an agent writes about itself; `online` and `lastSeen` are derived by readers. */
+export type AgentRecord = Omit<Agent, 'online' | 'lastSeen'> & { stopped?: boolean };
+
+/** An agent not seen for this many heartbeats is offline. */
+export const MISSED_HEARTBEATS = 3;
+
+/** The live inventory: one JSON record per agent and a sorted set of last-seen times. */
+export class AgentRegistry {
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+
+  async heartbeat(record: AgentRecord, now = Date.now()): Promise<void> {
+    await this.redis.multi().set(this.keys.agent(record.id), JSON.stringify(record)).zadd(this.keys.agents, now, record.id).exec();
+  }
+
+  /** Marks the agent stopped: it shows as offline at once instead of after three missed heartbeats. */
+  async deregister(record: AgentRecord): Promise<void> {
+    await this.heartbeat({ ...record, stopped: true });
+  }
+
+  async get(id: string, now = Date.now()): Promise<Agent | null> {
+    const [json, score] = await Promise.all([this.redis.get(this.keys.agent(id)), this.redis.zscore(this.keys.agents, id)]);
+    if (!json || score === null) return null;
+    return toAgent(JSON.parse(json) as AgentRecord, Number(score), now);
+  }
+
+  async list(now = Date.now()): Promise<Agent[]> {
+    const entries = await this.redis.zrange(this.keys.agents, 0, -1, 'WITHSCORES');
+    const ids: string[] = [];
+    const seen = new Map<string, number>();
+    for (let i = 0; i < entries.length; i += 2) {
+      ids.push(entries[i] as string);
+      seen.set(entries[i] as string, Number(entries[i + 1]));
+    }
+    if (ids.length === 0) return [];
+    const records = await this.redis.mget(ids.map((id) => this.keys.agent(id)));
+    return records
+      .map((json, i) => (json ? toAgent(JSON.parse(json) as AgentRecord, seen.get(ids[i] as string) ?? 0, now) : null))
+      .filter((agent): agent is Agent => agent !== null)
+      .sort((a, b) => a.id.localeCompare(b.id));
+  }
+}
+
+function toAgent(record: AgentRecord, lastSeenMs: number, now: number): Agent {
+  const { stopped, ...agent } = record;
+  const online = !stopped && now - lastSeenMs <= MISSED_HEARTBEATS * record.heartbeatSeconds * 1000;
+  return { ...agent, online, lastSeen: new Date(lastSeenMs).toISOString() };
+}

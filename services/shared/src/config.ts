@@ -1,0 +1,91 @@
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { AGENT_ID } from './names.js';
+
+/** Everything niclab reads from its environment, parsed once at start. Nothing else reads process.env. */
+export interface Config {
+  /** Redis to use; undefined means "none configured" (npm start then starts a private one). */
+  readonly redisUrl: string | undefined;
+  /** Prefix of every Redis key and BullMQ queue, so several niclabs can share one Redis. */
+  readonly prefix: string;
+  readonly host: string;
+  readonly port: number;
+  readonly agentId: string;
+  readonly heartbeatSeconds: number;
+  /** Seconds a run may take beyond its duration for setup and teardown before it is failed. */
+  readonly setupSeconds: number;
+  readonly bodyLimitBytes: number;
+  readonly logLevel: string;
+  readonly dataDir: string;
+  /** Run the coordinator inside the API process. */
+  readonly coordinator: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function number(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new ConfigError(name, `must be a number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = env.REDIS_URL;
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^(rediss?:\/\/|unix:\/\/\/)/.test(raw)) {
+    throw new ConfigError('REDIS_URL', `must start with redis://, rediss:// or unix:///, got "${raw}"`);
+  }
+  return raw;
+}
+
+function defaultAgentId(): string {
+  const name = hostname().replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return (name || 'agent').slice(0, 63);
+}
+
+/** Parses the environment; throws ConfigError naming the variable on a bad value. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const prefix = env.NICLAB_PREFIX || 'niclab';
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix)) {
+    throw new ConfigError('NICLAB_PREFIX', `must be 1-40 letters, digits, "_" or "-", got "${prefix}"`);
+  }
+  const agentId = overrides.agentId ?? (env.NICLAB_AGENT_ID || defaultAgentId());
+  if (!AGENT_ID.test(agentId)) {
+    throw new ConfigError(overrides.agentId ? '--id' : 'NICLAB_AGENT_ID', `"${agentId}" is not a valid agent id (letters, digits, ".", "_", "-")`);
+  }
+  const config: Config = {
+    redisUrl: redisUrl(env),
+    prefix,
+    host: env.NICLAB_HOST || '127.0.0.1',
+    port: number(env, 'NICLAB_PORT', 8080, 0, 65535),
+    agentId,
+    heartbeatSeconds: number(env, 'NICLAB_HEARTBEAT_SECONDS', 5, 0.2, 300),
+    setupSeconds: number(env, 'NICLAB_SETUP_SECONDS', 10, 1, 600),
+    bodyLimitBytes: number(env, 'NICLAB_BODY_LIMIT_BYTES', 65536, 1024, 16 * 1024 * 1024),
+    logLevel: oneOf(env, 'NICLAB_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    dataDir: resolve(env.NICLAB_DATA_DIR || '.niclab'),
+    coordinator: oneOf(env, 'NICLAB_COORDINATOR', 'true', ['true', 'false']) === 'true',
+    ...overrides,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,29 @@
+/** Friendly names for the types generated from openapi.yaml (never hand-copied). */
+import type { components } from './generated/openapi.js';
+
+type S = components['schemas'];
+export type JobSpec = S['JobSpec'];
+export type Job = S['Job'];
+export type JobStatus = S['JobStatus'];
+export type JobWithRuns = S['JobWithRuns'];
+export type JobPage = S['JobPage'];
+export type Run = S['Run'];
+export type RunStatus = S['RunStatus'];
+export type SweepPoint = S['SweepPoint'];
+export type FlowSpec = S['Flow'];
+export type Endpoint = S['Endpoint'];
+export type FlowResult = S['FlowResult'];
+export type EndFigures = S['EndFigures'];
+export type EndDiagnostics = S['EndDiagnostics'];
+export type NicDelta = S['NicDelta'];
+export type Interval = S['Interval'];
+export type UdpFigures = S['UdpFigures'];
+export type Agent = S['Agent'];
+export type AgentInterface = S['Interface'];
+export type EngineInfo = S['EngineInfo'];
+export type EngineName = S['Engine'];
+export type ErrorInfo = S['Error'];
+export type Problem = S['Problem'];
+export type FieldError = NonNullable<Problem['errors']>[number];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];

@@ -1,0 +1,118 @@
+import type { Redis } from 'ioredis';
+import type { ErrorInfo, Job, JobPage, JobSpec, JobStatus, Run } from './contract.js';
+import type { Keys } from './keys.js';
+
+/**
+ * Moves a job between statuses atomically, keeping the per-status indexes in step.
+ * Returns -1 when the job does not exist, 0 when its current status is not one of `from`.
+ */
+const TRANSITION = `
+local cur = redis.call('HGET', KEYS[1], 'status')
+if not cur then return -1 end
+local allowed = false
+for s in string.gmatch(ARGV[1], '[^,]+') do if s == cur then allowed = true end end
+if not allowed then return 0 end
+local member = redis.call('HGET', KEYS[1], 'member')
+redis.call('HSET', KEYS[1], 'status', ARGV[2], unpack(ARGV, 3))
+if cur ~= ARGV[2] then
+  redis.call('ZREM', KEYS[2] .. ':' .. cur, member)
+  redis.call('ZADD', KEYS[2] .. ':' .. ARGV[2], 0, member)
+end
+return 1
+`;
+
+type Transition = (jobKey: string, indexKey: string, from: string, to: string, ...fields: string[]) => Promise<number>;
+
+export interface JobPatch {
+  startedAt?: string;
+  finishedAt?: string;
+  error?: ErrorInfo | null;
+  runsTotal?: number;
+}
+
+/** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
+export class JobStore {
+  private readonly transitionScript: Transition;
+
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {
+    if (!(redis as unknown as { niclabTransition?: Transition }).niclabTransition) {
+      redis.defineCommand('niclabTransition', { numberOfKeys: 2, lua: TRANSITION });
+    }
+    const command = (redis as unknown as { niclabTransition: Transition }).niclabTransition;
+    this.transitionScript = command.bind(redis);
+  }
+
+  async create(id: string, spec: JobSpec, runsTotal: number, now = new Date()): Promise<Job> {
+    const createdAt = now.toISOString();
+    const member = `${String(now.getTime()).padStart(15, '0')}:${id}`;
+    await this.redis
+      .multi()
+      .hset(this.keys.job(id), {
+        id, status: 'queued', spec: JSON.stringify(spec), createdAt, startedAt: '', finishedAt: '',
+        runsDone: 0, runsTotal, error: '', member,
+      })
+      .zadd(this.keys.jobIndex(), 0, member)
+      .zadd(this.keys.jobIndex('queued'), 0, member)
+      .exec();
+    return { id, status: 'queued', spec, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null };
+  }
+
+  async get(id: string): Promise<Job | null> {
+    return toJob(await this.redis.hgetall(this.keys.job(id)));
+  }
+
+  /** Newest first; the cursor is opaque to callers. Returns null for a cursor that is not one of ours. */
+  async list(options: { status?: JobStatus; limit: number; cursor?: string }): Promise<JobPage | null> {
+    let max = '+';
+    if (options.cursor) {
+      const member = Buffer.from(options.cursor, 'base64url').toString('utf8');
+      if (!/^\d{15}:[0-9a-f-]{36}$/.test(member)) return null;
+      max = `(${member}`;
+    }
+    const members = await this.redis.zrange(this.keys.jobIndex(options.status), max, '-', 'BYLEX', 'REV', 'LIMIT', 0, options.limit + 1);
+    const page = members.slice(0, options.limit);
+    const pipeline = this.redis.pipeline();
+    for (const member of page) pipeline.hgetall(this.keys.job(member.slice(16)));
+    const rows = (await pipeline.exec()) ?? [];
+    const items = rows.map(([, row]) => toJob(row as Record<string, string>)).filter((job): job is Job => job !== null);
+    const last = page.at(-1);
+    return { items, nextCursor: members.length > options.limit && last ? Buffer.from(last).toString('base64url') : null };
+  }
+
+  /** Atomically moves `id` from one of `from` to `to`; false when it was not in one of `from`. */
+  async transition(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}): Promise<boolean> {
+    const fields: string[] = [];
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === undefined) continue;
+      fields.push(key, key === 'error' ? (value === null ? '' : JSON.stringify(value)) : String(value));
+    }
+    return (await this.transitionScript(this.keys.job(id), this.keys.jobIndex(), from.join(','), to, ...fields)) === 1;
+  }
+
+  async setProgress(id: string, runsDone: number, runsTotal: number): Promise<void> {
+    await this.redis.hset(this.keys.job(id), { runsDone, runsTotal });
+  }
+
+  async saveRun(run: Run): Promise<void> {
+    await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
+  }
+
+  async listRuns(jobId: string): Promise<Run[]> {
+    const all = await this.redis.hgetall(this.keys.runs(jobId));
+    return Object.keys(all).sort().map((field) => JSON.parse(all[field] as string) as Run);
+  }
+}
+
+function toJob(row: Record<string, string> | null | undefined): Job | null {
+  if (!row || !row.id) return null;
+  return {
+    id: row.id,
+    status: row.status as JobStatus,
+    spec: JSON.parse(row.spec ?? '{}') as JobSpec,
+    createdAt: row.createdAt ?? '',
+    startedAt: row.startedAt || null,
+    finishedAt: row.finishedAt || null,
+    progress: { runsDone: Number(row.runsDone ?? 0), runsTotal: Number(row.runsTotal ?? 0) },
+    error: row.error ? (JSON.parse(row.error) as ErrorInfo) : null,
+  };
+}

@@ -1,0 +1,24 @@
+/** Every Redis key and queue name niclab uses, in one place. */
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  /** BullMQ's own key prefix. */
+  get bull(): string { return `${this.prefix}:bull`; }
+  /** The queue the coordinators take jobs from. */
+  readonly jobsQueue = 'jobs';
+  agentQueue(agentId: string): string { return `agent.${agentId}`; }
+
+  job(id: string): string { return `${this.prefix}:job:${id}`; }
+  jobIndex(status?: string): string { return status ? `${this.prefix}:jobs:${status}` : `${this.prefix}:jobs`; }
+  runs(jobId: string): string { return `${this.prefix}:runs:${jobId}`; }
+  runReady(runId: string): string { return `${this.prefix}:run:${runId}:ready`; }
+  runResults(runId: string): string { return `${this.prefix}:run:${runId}:results`; }
+  /** Set when a run is canceled or failed, so a task still queued for it never starts. */
+  runAbandoned(runId: string): string { return `${this.prefix}:run:${runId}:abandoned`; }
+
+  agent(id: string): string { return `${this.prefix}:agent:${id}`; }
+  get agents(): string { return `${this.prefix}:agents`; }
+
+  /** Pub/sub channel announcing canceled jobs and abandoned runs to every agent. */
+  get cancelChannel(): string { return `${this.prefix}:cancel`; }
+}

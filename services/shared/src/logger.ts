@@ -1,0 +1,8 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/** Structured JSON logs on stderr, so stdout stays free for command output. */
+export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
+  return pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination(2));
+}

@@ -1,0 +1,138 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { parse } from 'yaml';
+import type { FieldError } from './contract.js';
+
+// ajv-formats is CommonJS; its default export arrives one level down under NodeNext.
+type AddFormats = (ajv: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
+
+/** openapi.yaml at the repository (or image) root: src/ and dist/ are both three levels down. */
+export const OPENAPI_PATH = fileURLToPath(new URL('../../../openapi.yaml', import.meta.url));
+
+export interface OpenApiDocument {
+  openapi: string;
+  paths: Record<string, Record<string, OperationObject | unknown>>;
+  components: { schemas: Record<string, unknown>; parameters?: Record<string, ParameterObject> };
+}
+
+export interface ParameterObject {
+  name: string;
+  in: 'query' | 'path' | 'header' | 'cookie';
+  required?: boolean;
+  schema: unknown;
+  $ref?: string;
+}
+
+export interface OperationObject {
+  operationId: string;
+  parameters?: ParameterObject[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
+  responses: Record<string, unknown>;
+}
+
+export const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+let cached: { text: string; doc: OpenApiDocument } | undefined;
+
+export function loadOpenApi(): { text: string; doc: OpenApiDocument } {
+  if (!cached) {
+    const text = readFileSync(OPENAPI_PATH, 'utf8');
+    cached = { text, doc: parse(text) as OpenApiDocument };
+  }
+  return cached;
+}
+
+const DOC_ID = 'niclab-openapi';
+
+/**
+ * An Ajv (JSON Schema 2020-12, which OpenAPI 3.1 uses) that knows the whole document, so
+ * `#/components/...` references resolve. `coerce` converts query strings to their types.
+ */
+export function createAjv(options: { coerce?: boolean; defaults?: boolean } = {}): Ajv2020 {
+  const ajv = new Ajv2020({
+    strict: false,
+    allErrors: true,
+    useDefaults: options.defaults ?? false,
+    coerceTypes: options.coerce ?? false,
+  });
+  addFormats(ajv);
+  ajv.addSchema({ ...loadOpenApi().doc, $id: DOC_ID });
+  return ajv;
+}
+
+/** A validator for `#/components/schemas/NAME` or any inline schema of the document. */
+export function compileSchema(ajv: Ajv2020, schema: unknown): ValidateFunction {
+  return ajv.compile(rewriteRefs(schema) as object);
+}
+
+export function schemaRef(name: string): { $ref: string } {
+  return { $ref: `${DOC_ID}#/components/schemas/${name}` };
+}
+
+/** Inline schemas use document-relative refs; point them at the registered document. */
+function rewriteRefs(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(rewriteRefs);
+  if (schema && typeof schema === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(schema)) {
+      out[key] = key === '$ref' && typeof value === 'string' && value.startsWith('#/') ? `${DOC_ID}${value}` : rewriteRefs(value);
+    }
+    return out;
+  }
+  return schema;
+}
+
+/** Resolves a `$ref` to a component (parameters are referenced by the operations). */
+export function resolveRef<T>(doc: OpenApiDocument, value: T | { $ref: string }): T {
+  if (value && typeof value === 'object' && '$ref' in value && typeof value.$ref === 'string') {
+    const path = value.$ref.replace(/^#\//, '').split('/');
+    let node: unknown = doc;
+    for (const part of path) node = (node as Record<string, unknown>)[part];
+    return node as T;
+  }
+  return value as T;
+}
+
+/** Turns Ajv's errors into one entry per offending field, e.g. `body.flows[0].from.interface`. */
+export function fieldErrors(errors: ErrorObject[] | null | undefined, root: string): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors ?? []) {
+    // oneOf/anyOf restate their branches' errors; the branch errors name the field better.
+    if (error.keyword === 'oneOf' || error.keyword === 'anyOf' || error.keyword === 'if') continue;
+    let path = error.instancePath;
+    let message = error.message ?? 'is not valid';
+    if (error.keyword === 'additionalProperties') {
+      path += `/${(error.params as { additionalProperty: string }).additionalProperty}`;
+      message = 'is not a known field';
+    } else if (error.keyword === 'required') {
+      path += `/${(error.params as { missingProperty: string }).missingProperty}`;
+      message = 'is required';
+    } else if (error.keyword === 'propertyNames') {
+      path += `/${(error.params as { propertyName: string }).propertyName}`;
+      message = 'is not an allowed name';
+    } else if (error.keyword === 'enum') {
+      message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    }
+    const field = root + pointerToPath(path);
+    const key = `${field}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ field, message });
+  }
+  return out;
+}
+
+function pointerToPath(pointer: string): string {
+  if (!pointer) return '';
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('');
+}

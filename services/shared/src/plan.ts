@@ -1,0 +1,48 @@
+import type { JobSpec, SweepPoint } from './contract.js';
+import type { EngineParams } from './task.js';
+
+export interface PlannedRun {
+  index: number;
+  point: SweepPoint;
+  repetition: number;
+}
+
+const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'packetSize', 'rate'] as const;
+
+/** The sweep's cartesian product in a stable order, each point repeated `repeat` times in a row. */
+export function sweepPoints(spec: JobSpec): SweepPoint[] {
+  let points: SweepPoint[] = [{}];
+  for (const dimension of DIMENSIONS) {
+    const values = spec.sweep?.[dimension];
+    if (!values || values.length === 0) continue;
+    points = points.flatMap((point) => values.map((value) => ({ ...point, [dimension]: value }) as SweepPoint));
+  }
+  return points;
+}
+
+export function planRuns(spec: JobSpec): PlannedRun[] {
+  const runs: PlannedRun[] = [];
+  for (const point of sweepPoints(spec)) {
+    for (let repetition = 1; repetition <= spec.repeat; repetition++) runs.push({ index: runs.length, point, repetition });
+  }
+  return runs;
+}
+
+/** The parameters an engine sees for one sweep point. */
+export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
+  const params: EngineParams = {
+    protocol: spec.protocol,
+    test: spec.test,
+    duration: spec.duration,
+    bufferLength: point.bufferLength ?? spec.bufferLength,
+    streams: point.streams ?? spec.streams,
+    noDelay: spec.noDelay,
+    interval: spec.interval,
+  };
+  const socketBuffer = point.socketBuffer ?? spec.socketBuffer;
+  if (socketBuffer !== undefined) params.socketBuffer = socketBuffer;
+  if (spec.udp) {
+    params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
+  }
+  return params;
+}

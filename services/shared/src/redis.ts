@@ -1,0 +1,18 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * Connects to redis://, rediss:// or unix:///path URLs. BullMQ workers need
+ * maxRetriesPerRequest: null; everything else fails fast instead of queueing commands forever.
+ */
+export function createRedis(url: string, options: { blocking?: boolean; name?: string } = {}): Redis {
+  const common: RedisOptions = {
+    maxRetriesPerRequest: options.blocking ? null : 2,
+    enableOfflineQueue: true,
+    connectionName: options.name,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  };
+  if (url.startsWith('unix://')) {
+    return new Redis({ ...common, path: new URL(url).pathname });
+  }
+  return new Redis(url, common);
+}

@@ -1,0 +1,50 @@
+import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta } from './contract.js';
+
+/** The measurement parameters of one run, after the sweep point is applied. */
+export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp' | 'interval'>;
+
+interface TaskBase {
+  jobId: string;
+  runId: string;
+  flowIndex: number;
+  engine: EngineName;
+  params: EngineParams;
+  /** The interface this end uses on its agent. */
+  interface: string;
+  /** Epoch ms by which this end must have finished, whatever its peer does. */
+  deadline: number;
+}
+
+/** Listen on the interface's address and report the port, then receive until every stream ends. */
+export interface ReceiverTask extends TaskBase {
+  role: 'receiver';
+}
+
+/** Connect from the interface to the peer and send from `startAt` (the run's common start instant). */
+export interface SenderTask extends TaskBase {
+  role: 'sender';
+  peer: { address: string; port: number };
+  startAt: number;
+}
+
+export type Task = ReceiverTask | SenderTask;
+
+/** A receiver announces where it listens (pushed on the run's ready list). */
+export interface ReadyReply {
+  flowIndex: number;
+  address: string;
+  port: number;
+}
+
+/** One end's outcome (pushed on the run's results list). A failure is a report with an error, never a lost reply. */
+export interface EndReport {
+  flowIndex: number;
+  role: Task['role'];
+  figures: EndFigures | null;
+  intervals: Interval[];
+  nic: NicDelta | null;
+  error: ErrorInfo | null;
+  diagnostics: EndDiagnostics;
+  /** Epoch ms when this end's engine started moving data (sender) or saw the first byte (receiver). */
+  startedAt: number | null;
+}
