@@ -32,6 +32,7 @@ export class AgentService {
   private readonly subscriber: Redis;
   private readonly registry: AgentRegistry;
   private worker: Worker | undefined;
+  private workerConnection: Redis | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private record: AgentRecord | undefined;
   private readonly running = new Map<string, Running>();
@@ -52,8 +53,10 @@ export class AgentService {
     await this.heartbeat();
     await this.subscriber.subscribe(this.keys.cancelChannel);
     this.subscriber.on('message', (_channel: string, text: string) => this.onCancel(text));
+    // BullMQ never closes a connection it is given; stop() does.
+    this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: `niclab-agent-${this.id}-worker` });
     this.worker = new Worker(this.keys.agentQueue(this.id), (job: Job<Task>) => this.handle(job.data), {
-      connection: createRedis(this.config.redisUrl, { blocking: true, name: `niclab-agent-${this.id}-worker` }),
+      connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: 256, // a receiver serves many senders: every flow end is a task of its own
       autorun: true,
@@ -72,6 +75,7 @@ export class AgentService {
       controller.abort({ code: 'agent_shutdown', message: `agent ${this.id} is shutting down` });
     }
     await this.worker?.close();
+    this.workerConnection?.disconnect();
     if (this.record) await this.registry.deregister(this.record).catch(() => undefined);
     this.subscriber.disconnect();
     await this.redis.quit().catch(() => undefined);

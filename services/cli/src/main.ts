@@ -71,9 +71,9 @@ async function main(argv: string[]): Promise<void> {
 
   const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};
   if (values.id) overrides.agentId = values.id;
-  else if (command === 'start') overrides.agentId = process.env.NICLAB_AGENT_ID || 'local';
   if (values['no-coordinator']) overrides.coordinator = false;
-  const base = loadConfig(process.env, overrides);
+  // `start` is the one-machine setup: its agent is "local" unless NICLAB_AGENT_ID says otherwise.
+  const base = loadConfig(process.env, overrides, command === 'start' ? 'local' : undefined);
   const log = createLogger(base.logLevel, { service: 'niclab' });
 
   // Stopped in reverse order: agent and coordinator first (their processes end), Redis last.

@@ -37,6 +37,7 @@ export class Coordinator {
   private readonly agentQueues = new Map<string, Queue>();
   private readonly active = new Map<string, AbortController>();
   private worker: Worker | undefined;
+  private workerConnection: Redis | undefined;
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
@@ -56,8 +57,10 @@ export class Coordinator {
         // not ours to read
       }
     });
+    // BullMQ never closes a connection it is given; stop() does.
+    this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: 'niclab-coordinator-worker' });
     this.worker = new Worker(this.keys.jobsQueue, (job: BullJob<JobMessage>) => this.processJob(job.data.jobId), {
-      connection: createRedis(this.config.redisUrl, { blocking: true, name: 'niclab-coordinator-worker' }),
+      connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: this.concurrency,
     });
@@ -67,6 +70,7 @@ export class Coordinator {
   async stop(): Promise<void> {
     for (const controller of this.active.values()) controller.abort({ code: 'coordinator_shutdown', message: 'the coordinator is shutting down' });
     await this.worker?.close();
+    this.workerConnection?.disconnect();
     await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
     this.subscriber.disconnect();
     await this.redis.quit().catch(() => undefined);

@@ -64,12 +64,12 @@ function defaultAgentId(): string {
 }
 
 /** Parses the environment; throws ConfigError naming the variable on a bad value. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}, fallbackAgentId?: string): Config {
   const prefix = env.NICLAB_PREFIX || 'niclab';
   if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix)) {
     throw new ConfigError('NICLAB_PREFIX', `must be 1-40 letters, digits, "_" or "-", got "${prefix}"`);
   }
-  const agentId = overrides.agentId ?? (env.NICLAB_AGENT_ID || defaultAgentId());
+  const agentId = overrides.agentId ?? (env.NICLAB_AGENT_ID || fallbackAgentId || defaultAgentId());
   if (!AGENT_ID.test(agentId)) {
     throw new ConfigError(overrides.agentId ? '--id' : 'NICLAB_AGENT_ID', `"${agentId}" is not a valid agent id (letters, digits, ".", "_", "-")`);
   }

@@ -5,7 +5,6 @@ type S = components['schemas'];
 export type JobSpec = S['JobSpec'];
 export type Job = S['Job'];
 export type JobStatus = S['JobStatus'];
-export type JobWithRuns = S['JobWithRuns'];
 export type JobPage = S['JobPage'];
 export type Run = S['Run'];
 export type RunStatus = S['RunStatus'];

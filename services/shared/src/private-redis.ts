@@ -61,7 +61,20 @@ export async function startPrivateRedis(dir: string, options: { port?: number; a
     child.kill('SIGKILL');
     throw error;
   }
+  // Never outlive the process that started it, whether it exits or is told to stop by a signal.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const onSignal = (signal: NodeJS.Signals) => {
+    killOnExit();
+    // Nobody else handles it: keep the signal's default effect (terminate) by raising it again.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
   const stop = async () => {
+    process.removeListener('exit', killOnExit);
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);

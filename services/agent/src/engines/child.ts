@@ -29,7 +29,13 @@ export function siblingScript(importMetaUrl: string, name: string): string {
  * The child gets `input` as its first IPC message. On abort the child is killed with SIGKILL
  * and the outcome carries the abort's error; the child also exits if this process dies.
  */
-export function runNodeChild<R>(script: string, input: object, signal: AbortSignal, onReady: (port: number) => void): Promise<ChildOutcome<R>> {
+export function runNodeChild<R>(
+  script: string,
+  input: object,
+  signal: AbortSignal,
+  onReady: (port: number) => void,
+  onSpawn?: (pid: number) => void,
+): Promise<ChildOutcome<R>> {
   const argv = [process.execPath, ...process.execArgv, script];
   return new Promise((resolve) => {
     if (signal.aborted) {
@@ -37,6 +43,7 @@ export function runNodeChild<R>(script: string, input: object, signal: AbortSign
       return;
     }
     const child = fork(script, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
     let stderr = '';
     let settled: ChildOutcome<R> | null = null;
     const settle = (outcome: ChildOutcome<R>) => {

@@ -9,6 +9,8 @@ export interface EngineContext {
   address: string;
   /** A receiver calls this once it listens, with its port. */
   ready(port: number): void;
+  /** Told the PID of every process the engine starts, so the agent can account for them. */
+  spawned?(pid: number): void;
 }
 
 /** One end's outcome. A failed measurement is an outcome with an error, not an exception. */

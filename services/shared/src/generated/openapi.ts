@@ -272,9 +272,8 @@ export interface components {
                 runsTotal: number;
             };
             error: null | components["schemas"]["Error"];
-        };
-        JobWithRuns: components["schemas"]["Job"] & {
-            runs: components["schemas"]["Run"][];
+            /** @description The job's runs in execution order; present on `GET /v1/jobs/{id}`, absent in lists. */
+            runs?: components["schemas"]["Run"][];
         };
         JobPage: {
             items: components["schemas"]["Job"][];
@@ -531,7 +530,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobWithRuns"];
+                    "application/json": components["schemas"]["Job"];
                 };
             };
             404: components["responses"]["Problem"];

@@ -32,7 +32,7 @@ export const builtinEngine: Engine = {
     const outcome = await runNodeChild<TcpChildResult>(script, input, context.signal, (listening) => {
       port = listening;
       context.ready(listening);
-    });
+    }, context.spawned);
     return {
       figures: outcome.result?.figures ?? null,
       intervals: outcome.result?.intervals ?? [],

@@ -1,0 +1,273 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Queue } from 'bullmq';
+import request from 'supertest';
+import { assertResponse } from '../helpers/contract.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startStack, testConfig, type Stack } from '../helpers/stack.js';
+
+const AGENT = 'api-agent';
+const lo = { agent: AGENT, interface: 'lo' };
+const spec = (extra: Record<string, unknown> = {}) => ({ engine: 'builtin', protocol: 'tcp', duration: 1, flows: [{ from: lo, to: lo }], ...extra });
+
+let redis: TestRedis;
+let stack: Stack;
+
+before(async () => {
+  redis = await startTestRedis();
+  // No coordinator: accepted jobs stay queued, so what the API stored can be read back unchanged.
+  stack = await startStack(testConfig(redis.url), { agents: [AGENT] });
+});
+after(async () => {
+  await stack?.close();
+  await redis?.stop();
+});
+
+async function post(body: unknown) {
+  return request(stack.app).post('/v1/jobs').set('content-type', 'application/json').send(JSON.stringify(body));
+}
+
+describe('POST /v1/jobs', () => {
+  test('accepts a valid job with 202, fills in defaults and says where it lives', async () => {
+    const res = await post(spec());
+    assertResponse('createJob', res);
+    assert.equal(res.status, 202);
+    assert.equal(res.headers.location, `/v1/jobs/${res.body.id}`);
+    assert.equal(res.body.status, 'queued');
+    assert.deepEqual(res.body.progress, { runsDone: 0, runsTotal: 1 });
+    assert.equal(res.body.spec.bufferLength, 131072);
+    assert.equal(res.body.spec.streams, 1);
+    assert.equal(res.body.spec.direction, 'forward');
+  });
+
+  test('counts runs as sweep points times repetitions', async () => {
+    const res = await post(spec({ repeat: 3, sweep: { bufferLength: [1024, 8192], streams: [1, 2, 4] } }));
+    assert.equal(res.status, 202);
+    assert.equal(res.body.progress.runsTotal, 18);
+  });
+});
+
+describe('bad input never becomes a job', () => {
+  const cases: [string, unknown, number, string][] = [
+    ['unknown top-level field', { ...spec(), bogus: 1 }, 422, 'body.bogus'],
+    ['unknown field in an endpoint', spec({ flows: [{ from: { ...lo, port: 1 }, to: lo }] }), 422, 'body.flows[0].from.port'],
+    ['negative duration', spec({ duration: -1 }), 422, 'body.duration'],
+    ['absurd duration', spec({ duration: 1e9 }), 422, 'body.duration'],
+    ['duration as a string', spec({ duration: '3' }), 422, 'body.duration'],
+    ['no flows', spec({ flows: [] }), 422, 'body.flows'],
+    ['missing flows', { engine: 'builtin' }, 422, 'body.flows'],
+    ['unknown engine', spec({ engine: 'netperf' }), 422, 'body.engine'],
+    ['unknown agent', spec({ flows: [{ from: lo, to: { agent: 'nobody', interface: 'lo' } }] }), 422, 'body.flows[0].to.agent'],
+    ['unknown interface', spec({ flows: [{ from: { agent: AGENT, interface: 'eth99' }, to: lo }] }), 422, 'body.flows[0].from.interface'],
+    ['udp without udp settings', spec({ protocol: 'udp' }), 422, 'body.udp'],
+    ['interval longer than the run', spec({ interval: 5 }), 422, 'body.interval'],
+    ['too many runs', spec({ repeat: 1000, sweep: { bufferLength: Array.from({ length: 20 }, (_, i) => i + 1) } }), 422, 'body.sweep'],
+    ['a label with a control character', spec({ labels: { note: 'a\nb' } }), 422, 'body.labels.note'],
+  ];
+  for (const injection of ['eth0;reboot', '$(id)', '-h', '../x', 'abcdefghijklmnop', 'eth0 ', '`id`', 'lo\u0000', '']) {
+    cases.push([`interface name ${JSON.stringify(injection)}`, spec({ flows: [{ from: { agent: AGENT, interface: injection }, to: lo }] }), 422, 'body.flows[0].from.interface']);
+  }
+  for (const injection of ['a;b', '$(id)', '-x', '../etc']) {
+    cases.push([`agent id ${JSON.stringify(injection)}`, spec({ flows: [{ from: lo, to: { agent: injection, interface: 'lo' } }] }), 422, 'body.flows[0].to.agent']);
+  }
+
+  for (const [name, body, status, field] of cases) {
+    test(`${name}: ${status} naming ${field}`, async () => {
+      const res = await post(body);
+      assertResponse('createJob', res);
+      assert.equal(res.status, status);
+      assert.ok(
+        res.body.errors?.some((e: { field: string }) => e.field === field),
+        `expected an error for ${field}, got ${JSON.stringify(res.body.errors)}`,
+      );
+    });
+  }
+
+  test('malformed JSON is a 400 problem', async () => {
+    const res = await request(stack.app).post('/v1/jobs').set('content-type', 'application/json').send('{"engine": ');
+    assertResponse('createJob', res);
+    assert.equal(res.status, 400);
+    assert.match(res.body.detail, /not valid JSON/);
+  });
+
+  test('an oversized body is a 413 problem', async () => {
+    const res = await post({ ...spec(), labels: { big: 'x'.repeat(stack.config.bodyLimitBytes) } });
+    assertResponse('createJob', res);
+    assert.equal(res.status, 413);
+  });
+
+  test('a body that is not JSON is a 415 problem', async () => {
+    const res = await request(stack.app).post('/v1/jobs').set('content-type', 'text/plain').send('engine=builtin');
+    assertResponse('createJob', res);
+    assert.equal(res.status, 415);
+  });
+
+  test('none of the rejected requests created a job or reached an agent', async () => {
+    const before = (await request(stack.app).get('/v1/jobs?limit=200')).body.items.length;
+    for (const [, body] of cases) await post(body);
+    const afterCount = (await request(stack.app).get('/v1/jobs?limit=200')).body.items.length;
+    assert.equal(afterCount, before);
+    const tasks = new Queue(stack.services.keys.agentQueue(AGENT), { connection: stack.services.redis, prefix: stack.services.keys.bull });
+    assert.equal(await tasks.count(), 0, 'no task was queued for the agent');
+    await tasks.close();
+  });
+});
+
+describe('GET /v1/jobs', () => {
+  test('pages newest first with a cursor, without repeats, and filters by status', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await post(spec({ labels: { n: String(i) } }))).body.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: request.Response = await request(stack.app).get('/v1/jobs').query(cursor ? { limit: 2, cursor } : { limit: 2 });
+      assertResponse('listJobs', res);
+      assert.ok(res.body.items.length <= 2);
+      seen.push(...res.body.items.map((j: { id: string }) => j.id));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    assert.equal(new Set(seen).size, seen.length, 'no job appears twice');
+    assert.deepEqual(seen.slice(0, 5), [...ids].reverse(), 'newest first');
+    const created = seen.map((id) => id);
+    assert.ok(created.length >= 5);
+
+    await request(stack.app).delete(`/v1/jobs/${ids[0]}`);
+    const canceled = await request(stack.app).get('/v1/jobs').query({ status: 'canceled' });
+    assertResponse('listJobs', canceled);
+    assert.ok(canceled.body.items.some((j: { id: string }) => j.id === ids[0]));
+    assert.ok(canceled.body.items.every((j: { status: string }) => j.status === 'canceled'));
+    const queued = await request(stack.app).get('/v1/jobs').query({ status: 'queued' });
+    assert.ok(!queued.body.items.some((j: { id: string }) => j.id === ids[0]));
+  });
+
+  for (const [query, field] of [
+    ['limit=0', 'query.limit'], ['limit=abc', 'query.limit'], ['limit=500', 'query.limit'],
+    ['status=bogus', 'query.status'], ['cursor=$$$', 'query.cursor'], ['cursor=bm9wZQ', 'query.cursor'], ['color=red', 'query.color'],
+  ] as const) {
+    test(`?${query} is a 422 naming ${field}`, async () => {
+      const res = await request(stack.app).get(`/v1/jobs?${query}`);
+      assertResponse('listJobs', res);
+      assert.equal(res.status, 422);
+      assert.ok(res.body.errors.some((e: { field: string }) => e.field === field), JSON.stringify(res.body));
+    });
+  }
+});
+
+describe('one job', () => {
+  test('GET returns the job with its runs; unknown is 404; a malformed id is 422', async () => {
+    const { body: job } = await post(spec());
+    const res = await request(stack.app).get(`/v1/jobs/${job.id}`);
+    assertResponse('getJob', res);
+    assert.equal(res.body.id, job.id);
+    assert.deepEqual(res.body.runs, []);
+    const runs = await request(stack.app).get(`/v1/jobs/${job.id}/runs`);
+    assertResponse('listRuns', runs);
+    assert.deepEqual(runs.body.items, []);
+
+    const missing = await request(stack.app).get('/v1/jobs/00000000-0000-4000-8000-000000000000');
+    assertResponse('getJob', missing);
+    assert.equal(missing.status, 404);
+    const bad = await request(stack.app).get('/v1/jobs/..%2Fetc');
+    assert.equal(bad.status, 422);
+    assert.equal(bad.headers['content-type'], 'application/problem+json; charset=utf-8');
+  });
+
+  test('DELETE cancels a queued job; a second DELETE is a 409', async () => {
+    const { body: job } = await post(spec());
+    const res = await request(stack.app).delete(`/v1/jobs/${job.id}`);
+    assertResponse('cancelJob', res);
+    assert.equal(res.status, 202);
+    assert.equal(res.body.status, 'canceled');
+    assert.equal(res.body.error.code, 'canceled');
+    assert.ok(res.body.finishedAt);
+    const again = await request(stack.app).delete(`/v1/jobs/${job.id}`);
+    assertResponse('cancelJob', again);
+    assert.equal(again.status, 409);
+    const queue = stack.services.jobsQueue;
+    assert.equal(await queue.getJob(job.id), undefined, 'the canceled job left the queue');
+  });
+});
+
+describe('agents', () => {
+  test('lists the registered agent with its interfaces; unknown is 404', async () => {
+    const res = await request(stack.app).get('/v1/agents');
+    assertResponse('listAgents', res);
+    const agent = res.body.items.find((a: { id: string }) => a.id === AGENT);
+    assert.ok(agent?.online);
+    const loopback = agent.interfaces.find((i: { name: string }) => i.name === 'lo');
+    assert.equal(loopback.operstate, 'unknown');
+    assert.ok(loopback.addresses.some((a: { address: string }) => a.address === '127.0.0.1'));
+    assert.equal(agent.engines.builtin.available, true);
+
+    const one = await request(stack.app).get(`/v1/agents/${AGENT}`);
+    assertResponse('getAgent', one);
+    assert.equal(one.body.id, AGENT);
+    const missing = await request(stack.app).get('/v1/agents/nobody');
+    assertResponse('getAgent', missing);
+    assert.equal(missing.status, 404);
+  });
+
+  test('a stopped agent shows offline at once, and jobs naming it are refused', async () => {
+    const { AgentService } = await import('@niclab/agent/agent');
+    const { silentLog } = await import('../helpers/stack.js');
+    const agent = new AgentService({ ...stack.config, agentId: 'leaving' }, silentLog);
+    await agent.start();
+    assert.equal((await request(stack.app).get('/v1/agents/leaving')).body.online, true);
+    await agent.stop();
+    assert.equal((await request(stack.app).get('/v1/agents/leaving')).body.online, false);
+    const res = await post(spec({ flows: [{ from: lo, to: { agent: 'leaving', interface: 'lo' } }] }));
+    assert.equal(res.status, 422);
+    assert.match(res.body.errors[0].message, /offline/);
+  });
+});
+
+describe('health, docs and errors', () => {
+  test('/healthz and /readyz are 200 with Redis up', async () => {
+    const health = await request(stack.app).get('/healthz');
+    assertResponse('getHealth', health);
+    const ready = await request(stack.app).get('/readyz');
+    assertResponse('getReady', ready);
+    assert.equal(ready.status, 200);
+  });
+
+  test('/readyz is 503 when Redis is unreachable, /healthz stays 200', async () => {
+    const { createApiServices } = await import('@niclab/api/services');
+    const { createApp } = await import('@niclab/api/app');
+    const { freePort } = await import('../helpers/redis.js');
+    const { silentLog } = await import('../helpers/stack.js');
+    const services = createApiServices({ ...stack.config, redisUrl: `redis://127.0.0.1:${await freePort()}` }, silentLog);
+    services.redis.on('error', () => undefined);
+    const app = createApp(services);
+    const ready = await request(app).get('/readyz');
+    assertResponse('getReady', ready);
+    assert.equal(ready.status, 503);
+    assert.equal((await request(app).get('/healthz')).status, 200);
+    services.redis.disconnect();
+    await services.jobsQueue.close().catch(() => undefined);
+  });
+
+  test('/openapi.yaml serves the contract and /docs renders it from local assets', async () => {
+    const spec = await request(stack.app).get('/openapi.yaml');
+    assert.equal(spec.status, 200);
+    assert.match(spec.text, /^openapi: 3\.1/);
+    const docs = await request(stack.app).get('/docs');
+    assert.equal(docs.status, 200);
+    assert.match(docs.text, /swagger-ui-bundle\.js/);
+    assert.doesNotMatch(docs.text, /https?:\/\//, 'no CDN');
+    const bundle = await request(stack.app).get('/docs/assets/swagger-ui-bundle.js');
+    assert.equal(bundle.status, 200);
+    assert.ok(bundle.text.length > 100_000);
+    const init = await request(stack.app).get('/docs/init.js');
+    assert.match(init.text, /openapi\.yaml/);
+  });
+
+  test('unknown paths are 404 and wrong methods 405, both problem+json', async () => {
+    const missing = await request(stack.app).get('/v1/nothing');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers['content-type'], 'application/problem+json; charset=utf-8');
+    const wrong = await request(stack.app).put('/v1/jobs');
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.headers.allow, 'GET, POST');
+    assert.equal(wrong.body.status, 405);
+  });
+});

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ApiClient } from '../helpers/api-client.js';
+import { childPids, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+let api: NiclabProcess;
+let agent: NiclabProcess;
+let client: ApiClient;
+let env: Record<string, string>;
+const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
+
+before(async () => {
+  redis = await startTestRedis();
+  const port = await freePort();
+  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
+  api = spawnNiclab(['api'], env);
+  agent = spawnNiclab(['agent', '--id', 'e2e'], env);
+  client = new ApiClient(`http://127.0.0.1:${port}`);
+  await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`)).ok);
+  await waitFor('agent e2e to be online', async () => (await client.call('getAgent', 'GET', '/v1/agents/e2e')).body.online);
+});
+
+after(async () => {
+  await agent?.stop();
+  await api?.stop();
+  await redis?.stop();
+});
+
+test('a TCP job over loopback goes queued -> running -> succeeded with both ends measured', async () => {
+  const submitted = await client.submit({ engine: 'builtin', protocol: 'tcp', duration: 2, bufferLength: 65536, interval: 0.5, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const { job, seen } = await client.finish(submitted.body.id);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+  const order = ['queued', 'running', 'succeeded'];
+  assert.deepEqual(seen, order.filter((s) => seen.includes(s)), `statuses in order: ${seen.join(' -> ')}`);
+  assert.deepEqual(job.progress, { runsDone: 1, runsTotal: 1 });
+  const [run] = job.runs;
+  assert.equal(run.status, 'succeeded');
+  const [flow] = run.flows;
+  assert.ok(flow.sender.bytes > 0);
+  assert.equal(flow.receiver.bytes, flow.sender.bytes, 'sender bytes equal receiver bytes');
+  assert.ok(flow.bitsPerSecond > 0);
+  assert.ok(flow.sender.cpuSeconds > 0 && flow.receiver.cpuSeconds > 0, 'CPU measured at both ends');
+  assert.ok(flow.intervals.length >= 3, `intervals: ${flow.intervals.length}`);
+  assert.equal(flow.pathVerified, true);
+  assert.ok(flow.nic.from.txBytes >= flow.sender.bytes, 'lo counted the bytes');
+  assert.deepEqual(flow.diagnostics.receiver.address, '127.0.0.1');
+  assert.ok(flow.diagnostics.sender.command.length > 0);
+  assert.ok(Date.parse(run.startedAt) <= Date.parse(run.finishedAt));
+});
+
+test('canceling a running job ends it within 2 s, engine processes included', async () => {
+  const submitted = await client.submit({ engine: 'builtin', duration: 60, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
+  const id = submitted.body.id;
+  // Running, with both ends' engine processes started under the agent.
+  const engines = await waitFor('both engine processes', () => {
+    const pids = childPids(agent.pid);
+    return pids.length >= 2 ? pids : null;
+  }, 15_000, 20);
+  assert.equal((await client.job(id)).body.status, 'running');
+  const t0 = Date.now();
+  const canceled = await client.call('cancelJob', 'DELETE', `/v1/jobs/${id}`);
+  assert.equal(canceled.status, 202);
+  assert.equal(canceled.body.status, 'canceled');
+  await waitFor('engine processes to end', () => engines.every((pid) => !isAlive(pid)), 2000, 20);
+  const { job } = await client.finish(id, 5000);
+  assert.equal(job.status, 'canceled');
+  await waitFor('the run to be recorded canceled', async () => (await client.job(id)).body.runs[0]?.status === 'canceled', 3000);
+  assert.ok(Date.now() - t0 < 4000);
+});
+
+test('a job whose receiver agent is gone fails with peer_unavailable within its deadline', async () => {
+  const doomed = spawnNiclab(['agent', '--id', 'doomed'], env);
+  await waitFor('agent doomed to be online', async () => (await client.call('getAgent', 'GET', '/v1/agents/doomed')).body.online);
+  doomed.child.kill('SIGKILL');
+  await doomed.exited;
+  // Still within its three heartbeats, so the API accepts the job.
+  const submitted = await client.submit({ engine: 'builtin', duration: 1, flows: [{ from: lo('e2e'), to: lo('doomed') }] });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const t0 = Date.now();
+  const { job } = await client.finish(submitted.body.id, 15_000);
+  const elapsed = Date.now() - t0;
+  assert.equal(job.status, 'failed');
+  assert.ok(['peer_unavailable', 'agent_offline'].includes(job.error.code), job.error.code);
+  assert.match(job.error.message, /doomed/);
+  assert.ok(elapsed < (1 + 3) * 1000 + 2000, `failed after ${elapsed} ms, within duration + setup allowance`);
+
+  await waitFor('doomed to be offline', async () => !(await client.call('getAgent', 'GET', '/v1/agents/doomed')).body.online, 6000);
+  const refused = await client.submit({ engine: 'builtin', duration: 1, flows: [{ from: lo('e2e'), to: lo('doomed') }] });
+  assert.equal(refused.status, 422);
+  assert.equal(refused.body.errors[0].field, 'body.flows[0].to.agent');
+  assert.match(refused.body.errors[0].message, /offline/);
+});

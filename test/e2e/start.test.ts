@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ApiClient } from '../helpers/api-client.js';
+import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
+
+test('niclab start runs API, agent "local" and a private Redis, and SIGTERM stops all of them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-start-'));
+  const port = await freePort();
+  const niclab = spawnNiclab(['start'], { NICLAB_PORT: String(port), NICLAB_DATA_DIR: dir });
+  try {
+    const client = new ApiClient(`http://127.0.0.1:${port}`);
+    await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`)).ok, 20_000);
+    const agents = await waitFor('agent local', async () => {
+      const { body } = await client.call('listAgents', 'GET', '/v1/agents');
+      return body.items.some((a: { id: string; online: boolean }) => a.id === 'local' && a.online) ? body : null;
+    });
+    assert.ok(agents.items.find((a: { id: string }) => a.id === 'local').interfaces.some((i: { name: string }) => i.name === 'lo'));
+    const redisPids = childPids(niclab.pid);
+    assert.equal(redisPids.length, 1, 'one child: the private redis-server');
+
+    assert.equal(await niclab.stop('SIGTERM'), 0, niclab.output());
+    await waitFor('the private redis-server to exit', () => redisPids.every((pid) => !isAlive(pid)), 5000);
+    assert.match(niclab.output(), /started a private redis-server/);
+  } finally {
+    await niclab.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

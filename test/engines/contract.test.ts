@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { EngineOutcome } from '@niclab/agent/engines/engine';
+import { ENGINES } from '@niclab/agent/engines/registry';
+import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
+import { freePort } from '../helpers/redis.js';
+import { isAlive, waitFor } from '../helpers/processes.js';
+
+const params = (extra: Partial<EngineParams> = {}): EngineParams => ({
+  protocol: 'tcp', test: 'stream', duration: 1, bufferLength: 65536, streams: 1, noDelay: false, interval: 0.25, ...extra,
+});
+
+const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: '00000000-0000-4000-8000-000000000002', flowIndex: 0 };
+
+/** Runs a receiver and then a sender against it on loopback, as the coordinator would. */
+async function pair(engine: NonNullable<(typeof ENGINES)['builtin']>, p: EngineParams, signal: AbortSignal, pids: number[]) {
+  const deadline = Date.now() + (p.duration + 10) * 1000;
+  let ready!: (port: number) => void;
+  const port = new Promise<number>((resolve) => (ready = resolve));
+  const receiverTask: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params: p, interface: 'lo', deadline };
+  const receiver = engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned: (pid) => pids.push(pid) });
+  const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params: p, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: await port }, startAt: Date.now() + 100 };
+  const sender = engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned: (pid) => pids.push(pid) });
+  return Promise.all([sender, receiver]) as Promise<[EngineOutcome, EngineOutcome]>;
+}
+
+async function assertGone(pids: number[]) {
+  assert.ok(pids.length > 0, 'the engine reported the processes it started');
+  await waitFor('engine processes to end', () => pids.every((pid) => !isAlive(pid)), 2000, 20);
+}
+
+for (const engine of Object.values(ENGINES)) {
+  describe(`engine contract: ${engine.name}`, () => {
+    test('probe says it is available', async () => {
+      assert.equal((await engine.probe()).available, true);
+    });
+
+    test('a TCP stream: both ends report nttcp figures, the bytes agree, intervals are sampled', async () => {
+      const pids: number[] = [];
+      const [sender, receiver] = await pair(engine, params({ streams: 2 }), new AbortController().signal, pids);
+      assert.equal(sender.error, null, JSON.stringify(sender.error));
+      assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+      assert.ok(sender.figures && receiver.figures);
+      assert.ok(sender.figures.bytes > 0);
+      assert.equal(receiver.figures.bytes, sender.figures.bytes, 'every byte sent was received');
+      assert.equal(sender.figures.bytes, sender.figures.calls * 65536, 'sender bytes are its calls times bufferLength');
+      for (const end of [sender.figures, receiver.figures]) {
+        assert.ok(end.realSeconds > 0.8 && end.realSeconds < 3, `realSeconds ${end.realSeconds}`);
+        assert.ok(end.cpuSeconds > 0, 'CPU time measured at each end');
+        assert.ok(Math.abs(end.realBitsPerSecond - (end.bytes * 8) / end.realSeconds) / end.realBitsPerSecond < 1e-3);
+      }
+      assert.ok(receiver.intervals.length >= 3, `intervals: ${receiver.intervals.length}`);
+      assert.ok(receiver.intervals.every((i) => i.end > i.start && i.bitsPerSecond > 0));
+      assert.ok(sender.command.length > 0 && receiver.command.length > 0, 'the exact command is in the diagnostics');
+      await assertGone(pids);
+    });
+
+    test('cancel: both ends stop within 2 s with code canceled and their processes are gone', async () => {
+      const pids: number[] = [];
+      const controller = new AbortController();
+      const running = pair(engine, params({ duration: 30 }), controller.signal, pids);
+      await new Promise((r) => setTimeout(r, 800));
+      const t0 = Date.now();
+      controller.abort({ code: 'canceled', message: 'test cancel' });
+      const [sender, receiver] = await running;
+      assert.ok(Date.now() - t0 < 2000, `stopped after ${Date.now() - t0} ms`);
+      assert.equal(sender.error?.code, 'canceled');
+      assert.equal(receiver.error?.code, 'canceled');
+      await assertGone(pids);
+    });
+
+    test('deadline: a receiver whose sender never comes ends with deadline_exceeded', async () => {
+      const pids: number[] = [];
+      const task: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params: params(), interface: 'lo', deadline: Date.now() + 1000 };
+      const signal = AbortSignal.any([AbortSignal.timeout(1000)]);
+      const deadlineSignal = new AbortController();
+      signal.addEventListener('abort', () => deadlineSignal.abort({ code: 'deadline_exceeded', message: 'deadline' }));
+      const outcome = await engine.run(task, { signal: deadlineSignal.signal, address: '127.0.0.1', ready: () => undefined, spawned: (pid) => pids.push(pid) });
+      assert.equal(outcome.error?.code, 'deadline_exceeded');
+      assert.equal(outcome.figures, null);
+      await assertGone(pids);
+    });
+
+    test('bad peer: a sender with nobody listening reports connect_failed, it does not throw', async () => {
+      const pids: number[] = [];
+      const task: SenderTask = { ...ids, role: 'sender', engine: engine.name, params: params(), interface: 'lo', deadline: Date.now() + 10_000, peer: { address: '127.0.0.1', port: await freePort() }, startAt: Date.now() };
+      const outcome = await engine.run(task, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined, spawned: (pid) => pids.push(pid) });
+      assert.equal(outcome.error?.code, 'connect_failed');
+      assert.match(outcome.error?.message ?? '', /ECONNREFUSED/);
+      await assertGone(pids);
+    });
+  });
+}

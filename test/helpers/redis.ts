@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (!address || typeof address !== 'object') throw new Error('no port');
+  return address.port;
+}
+
+export interface TestRedis extends PrivateRedis {
+  dir: string;
+}
+
+/** A real redis-server of the test's own, on a free port and a unix socket in a temporary folder. */
+export async function startTestRedis(): Promise<TestRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-test-'));
+  const redis = await startPrivateRedis(dir, { port: await freePort(), appendonly: false });
+  return {
+    ...redis,
+    dir,
+    async stop() {
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A fresh key prefix, so tests sharing one Redis never see each other's keys. */
+export function uniquePrefix(): string {
+  return `t${randomBytes(5).toString('hex')}`;
+}

@@ -1,0 +1,51 @@
+import type { Express } from 'express';
+import { AgentService } from '@niclab/agent/agent';
+import { createApp } from '@niclab/api/app';
+import { createApiServices, type ApiServices } from '@niclab/api/services';
+import { Coordinator } from '@niclab/coordinator/coordinator';
+import { loadConfig, type Config } from '@niclab/shared/config';
+import { createLogger } from '@niclab/shared/logger';
+import { uniquePrefix } from './redis.js';
+
+export type TestConfig = Config & { redisUrl: string };
+
+/** A config for one test: its own key prefix on the given Redis, fast heartbeats, quiet logs. */
+export function testConfig(redisUrl: string, overrides: Partial<Config> = {}): TestConfig {
+  return loadConfig({}, { redisUrl, prefix: uniquePrefix(), heartbeatSeconds: 1, setupSeconds: 5, logLevel: 'silent', ...overrides }) as TestConfig;
+}
+
+export const silentLog = createLogger('silent');
+
+/** The API (via createApp, for supertest), optionally with in-process agents and a coordinator. */
+export interface Stack {
+  config: TestConfig;
+  services: ApiServices;
+  app: Express;
+  agents: AgentService[];
+  coordinator?: Coordinator;
+  close(): Promise<void>;
+}
+
+export async function startStack(config: TestConfig, options: { agents?: string[]; coordinator?: boolean } = {}): Promise<Stack> {
+  const services = createApiServices(config, silentLog);
+  const agents: AgentService[] = [];
+  for (const id of options.agents ?? []) {
+    const agent = new AgentService({ ...config, agentId: id }, silentLog);
+    await agent.start();
+    agents.push(agent);
+  }
+  let coordinator: Coordinator | undefined;
+  if (options.coordinator) {
+    coordinator = new Coordinator(config, silentLog);
+    await coordinator.start();
+  }
+  return {
+    config, services, agents, coordinator,
+    app: createApp(services),
+    async close() {
+      for (const agent of agents) await agent.stop();
+      await coordinator?.stop();
+      await services.close();
+    },
+  };
+}
