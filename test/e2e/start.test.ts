@@ -25,6 +25,8 @@ test('niclab start runs API, agent "local" and a private Redis, and SIGTERM stop
     assert.equal(await niclab.stop('SIGTERM'), 0, niclab.output());
     await waitFor('the private redis-server to exit', () => redisPids.every((pid) => !isAlive(pid)), 5000);
     assert.match(niclab.output(), /started a private redis-server/);
+    assert.doesNotMatch(niclab.output(), /shutdown step failed/, 'every part stopped in order');
+    assert.match(niclab.output(), /"msg":"stopped"/);
   } finally {
     await niclab.stop('SIGKILL');
     rmSync(dir, { recursive: true, force: true });

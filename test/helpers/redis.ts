@@ -21,7 +21,7 @@ export interface TestRedis extends PrivateRedis {
 /** A real redis-server of the test's own, on a free port and a unix socket in a temporary folder. */
 export async function startTestRedis(): Promise<TestRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'niclab-test-'));
-  const redis = await startPrivateRedis(dir, { port: await freePort(), appendonly: false });
+  const redis = await startPrivateRedis(dir, { port: await freePort(), appendonly: false, killOnSignal: true });
   return {
     ...redis,
     dir,

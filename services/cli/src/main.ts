@@ -96,7 +96,11 @@ async function main(argv: string[]): Promise<void> {
     }
     stopping = true;
     log.info({ signal }, 'shutting down');
-    for (const stop of stoppers.reverse()) await stop().catch((error: unknown) => log.error({ err: error }, 'shutdown step failed'));
+    for (const stop of stoppers.reverse()) {
+      // Each step is bounded: a shutdown never hangs on a peer (e.g. Redis) that is already gone.
+      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out after 5 s')), 5000).unref());
+      await Promise.race([stop(), timeout]).catch((error: unknown) => log.error({ err: error }, 'shutdown step failed'));
+    }
     log.info('stopped');
     process.exit(0);
   };

@@ -18,7 +18,10 @@ export interface PrivateRedis {
  * namespaces on this machine) and, when `port` is given, on 127.0.0.1:port. AOF with fsync
  * every second, so an accepted job survives a crash of Redis.
  */
-export async function startPrivateRedis(dir: string, options: { port?: number; appendonly?: boolean } = {}): Promise<PrivateRedis> {
+export async function startPrivateRedis(
+  dir: string,
+  options: { port?: number; appendonly?: boolean; killOnSignal?: boolean } = {},
+): Promise<PrivateRedis> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const socket = join(dir, 'redis.sock');
   const args = [
@@ -61,7 +64,8 @@ export async function startPrivateRedis(dir: string, options: { port?: number; a
     child.kill('SIGKILL');
     throw error;
   }
-  // Never outlive the process that started it, whether it exits or is told to stop by a signal.
+  // Never outlive the process that started it. Owners with an orderly shutdown of their own
+  // (niclab start) stop it last themselves; others (tests) ask for it to go at the first signal.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   const onSignal = (signal: NodeJS.Signals) => {
@@ -69,8 +73,10 @@ export async function startPrivateRedis(dir: string, options: { port?: number; a
     // Nobody else handles it: keep the signal's default effect (terminate) by raising it again.
     if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  if (options.killOnSignal) {
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
   const stop = async () => {
     process.removeListener('exit', killOnExit);
     process.removeListener('SIGTERM', onSignal);

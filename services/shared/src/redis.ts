@@ -5,6 +5,14 @@ import { Redis, type RedisOptions } from 'ioredis';
  * maxRetriesPerRequest: null; everything else fails fast instead of queueing commands forever.
  */
 export function createRedis(url: string, options: { blocking?: boolean; name?: string } = {}): Redis {
+  const redis = connect(url, options);
+  // ioredis reconnects by itself and failed commands reject; without a listener it would print
+  // every reconnect attempt as an "Unhandled error event".
+  redis.on('error', () => undefined);
+  return redis;
+}
+
+function connect(url: string, options: { blocking?: boolean; name?: string }): Redis {
   const common: RedisOptions = {
     maxRetriesPerRequest: options.blocking ? null : 2,
     enableOfflineQueue: true,
