@@ -10,7 +10,7 @@ const params = (extra: Partial<EngineParams> = {}): EngineParams => ({
   protocol: 'tcp', test: 'stream', duration: 1, bufferLength: 65536, streams: 1, noDelay: false, interval: 0.25, ...extra,
 });
 
-const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: '00000000-0000-4000-8000-000000000002', flowIndex: 0 };
+const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: '00000000-0000-4000-8000-000000000002', leg: 0 };
 
 /** Runs a receiver and then a sender against it on loopback, as the coordinator would. */
 async function pair(engine: NonNullable<(typeof ENGINES)['builtin']>, p: EngineParams, signal: AbortSignal, pids: number[]) {

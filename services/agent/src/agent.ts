@@ -98,7 +98,7 @@ export class AgentService {
   }
 
   private async handle(task: Task): Promise<void> {
-    const key = `${task.runId}/${task.flowIndex}/${task.role}`;
+    const key = `${task.runId}/${task.leg}/${task.role}`;
     const controller = new AbortController();
     const deadline = setTimeout(
       () => controller.abort({ code: 'deadline_exceeded', message: `the run passed its deadline on agent ${this.id}` }),

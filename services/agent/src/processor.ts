@@ -23,10 +23,10 @@ export interface ProcessorDeps {
  */
 export async function processTask(task: Task, signal: AbortSignal, deps: ProcessorDeps): Promise<EndReport> {
   const { redis, keys } = deps;
-  const log = deps.log.child({ jobId: task.jobId, runId: task.runId, flow: task.flowIndex, role: task.role, interface: task.interface });
+  const log = deps.log.child({ jobId: task.jobId, runId: task.runId, leg: task.leg, role: task.role, interface: task.interface });
   const diagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null as number | null, command: [] as string[] };
   const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
-    const full: EndReport = { flowIndex: task.flowIndex, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, startedAt: null, ...rest };
+    const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, startedAt: null, ...rest };
     await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
     log.info({ outcome: error ? error.code : 'ok', bitsPerSecond: full.figures?.realBitsPerSecond }, 'task finished');
     return full;
@@ -50,7 +50,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     signal,
     address,
     ready: (port) => {
-      const reply: ReadyReply = { flowIndex: task.flowIndex, address, port };
+      const reply: ReadyReply = { leg: task.leg, address, port };
       void redis.multi().rpush(keys.runReady(task.runId), JSON.stringify(reply)).expire(keys.runReady(task.runId), REPLY_TTL_SECONDS).exec();
     },
   });

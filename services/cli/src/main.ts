@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, type Config } from '@niclab/shared/config';
 import { createLogger, type Logger } from '@niclab/shared/logger';
 import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
 import { VERSION } from '@niclab/shared/version';
+import { labCommand } from './lab/cli.js';
 
 const USAGE = `niclab ${VERSION}: benchmark network interfaces across lab hosts
 
@@ -21,6 +22,9 @@ Usage:
                                the REST API on NICLAB_HOST:NICLAB_PORT (default 127.0.0.1:8080)
   niclab agent [--id ID]       an agent for this host (default id: NICLAB_AGENT_ID or the hostname)
   niclab coordinator           a coordinator alone (turns jobs into runs)
+  niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
+                               (root) a virtual lab: one network namespace and agent per host
+  niclab lab status|down [--name nl]
 
 Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
 NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_LOG_LEVEL,
@@ -59,6 +63,10 @@ async function main(argv: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       id: { type: 'string' },
+      hosts: { type: 'string' },
+      rate: { type: 'string' },
+      name: { type: 'string' },
+      'agent-prefix': { type: 'string' },
       'no-coordinator': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
@@ -67,13 +75,17 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals[0];
   if (values.version) return void console.log(VERSION);
   if (values.help || !command) return void console.log(USAGE);
-  if (!['start', 'api', 'agent', 'coordinator'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (!['start', 'api', 'agent', 'coordinator', 'lab'].includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};
   if (values.id) overrides.agentId = values.id;
   if (values['no-coordinator']) overrides.coordinator = false;
   // `start` is the one-machine setup: its agent is "local" unless NICLAB_AGENT_ID says otherwise.
   const base = loadConfig(process.env, overrides, command === 'start' ? 'local' : undefined);
+  if (command === 'lab') {
+    process.exitCode = await labCommand(positionals[1], values, base);
+    return;
+  }
   const log = createLogger(base.logLevel, { service: 'niclab' });
 
   // Stopped in reverse order: agent and coordinator first (their processes end), Redis last.
@@ -112,7 +124,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
 }
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 main(process.argv.slice(2)).catch((error: Error) => {
   if (error instanceof ConfigError || error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {

@@ -6,8 +6,9 @@ import type { Config } from '@niclab/shared/config';
 import { TERMINAL_STATUSES, type ErrorInfo, type Job, type Run } from '@niclab/shared/contract';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
+import { Leases, type LeaseTarget } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
-import { paramsAt, planRuns, type PlannedRun } from '@niclab/shared/plan';
+import { legsOf, paramsAt, planRuns, type PlannedRun } from '@niclab/shared/plan';
 import { createRedis } from '@niclab/shared/redis';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/task';
 import { collect } from './collect.js';
@@ -18,6 +19,8 @@ const START_DELAY_MS = 300;
 /** Reports of ends killed at the deadline need a moment to arrive. */
 const REPORT_GRACE_MS = 2000;
 const ABANDONED_TTL_SECONDS = 3600;
+/** How often a job waiting for interface leases tries again. */
+const LEASE_RETRY_MS = 200;
 
 export interface JobMessage {
   jobId: string;
@@ -34,6 +37,7 @@ export class Coordinator {
   private readonly subscriber: Redis;
   private readonly store: JobStore;
   private readonly registry: AgentRegistry;
+  private readonly leases: Leases;
   private readonly agentQueues = new Map<string, Queue>();
   private readonly active = new Map<string, AbortController>();
   private worker: Worker | undefined;
@@ -45,6 +49,7 @@ export class Coordinator {
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
     this.store = new JobStore(this.redis, this.keys);
     this.registry = new AgentRegistry(this.redis, this.keys);
+    this.leases = new Leases(this.redis, this.keys);
   }
 
   async start(): Promise<void> {
@@ -81,21 +86,31 @@ export class Coordinator {
     const job = await this.store.get(jobId);
     if (!job || TERMINAL_STATUSES.includes(job.status)) return;
     const log = this.log.child({ jobId });
-    if (job.status === 'queued' && !(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
     const controller = new AbortController();
     this.active.set(jobId, controller);
     try {
       const planned = planRuns(job.spec);
       const done = new Map((await this.store.listRuns(jobId)).filter((r) => TERMINAL_STATUSES.includes(r.status)).map((r) => [r.index, r]));
       let failed = [...done.values()].filter((r) => r.status === 'failed');
+      const targets: LeaseTarget[] = job.spec.flows.flatMap((f) => [f.from, f.to]);
       log.info({ runs: planned.length, resumedAt: done.size }, 'job started');
       for (const plan of planned) {
         if (done.has(plan.index)) continue;
-        if (controller.signal.aborted) break;
-        const run = await this.executeRun(job, plan, controller.signal, log);
-        done.set(plan.index, run);
-        if (run.status === 'failed') failed = [...failed, run];
-        await this.store.setProgress(jobId, done.size, planned.length);
+        const runId = randomUUID();
+        if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
+        try {
+          // A job waiting for its first run's leases is still queued; it runs once it holds them.
+          if (job.status === 'queued') {
+            if (!(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
+            job.status = 'running';
+          }
+          const run = await this.executeRun(job, plan, runId, targets, controller.signal, log);
+          done.set(plan.index, run);
+          if (run.status === 'failed') failed = [...failed, run];
+          await this.store.setProgress(jobId, done.size, planned.length);
+        } finally {
+          await this.leases.release(runId, targets);
+        }
       }
       if (controller.signal.aborted) return; // the API already moved the job to canceled
       const finishedAt = new Date().toISOString();
@@ -115,6 +130,32 @@ export class Coordinator {
     }
   }
 
+  /** Waits until the run holds a lease on every interface it touches; false when the job was canceled first. */
+  private async waitForLeases(jobId: string, runId: string, targets: LeaseTarget[], signal: AbortSignal): Promise<boolean> {
+    let waitingFor: string | null = null;
+    while (!signal.aborted) {
+      const blocked = await this.leases.acquire(runId, targets);
+      if (!blocked) {
+        if (waitingFor) await this.store.setWaiting(jobId, null);
+        return true;
+      }
+      const label = `${blocked.target.agent}:${blocked.target.interface}`;
+      if (label !== waitingFor) {
+        waitingFor = label;
+        await this.store.setWaiting(jobId, [label]);
+      }
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, LEASE_RETRY_MS);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        }, { once: true });
+      });
+    }
+    if (waitingFor) await this.store.setWaiting(jobId, null);
+    return false;
+  }
+
   private queueFor(agentId: string): Queue {
     let queue = this.agentQueues.get(agentId);
     if (!queue) {
@@ -128,65 +169,73 @@ export class Coordinator {
     await this.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
   }
 
-  private async executeRun(job: Job, plan: PlannedRun, signal: AbortSignal, jobLog: Logger): Promise<Run> {
+  private async executeRun(job: Job, plan: PlannedRun, runId: string, targets: LeaseTarget[], signal: AbortSignal, jobLog: Logger): Promise<Run> {
     const spec = job.spec;
     const t0 = Date.now();
     const run: Run = {
-      id: randomUUID(), jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
+      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
       status: 'running', startedAt: new Date(t0).toISOString(), finishedAt: null, flows: [], error: null,
     };
     const log = jobLog.child({ runId: run.id, run: plan.index });
     await this.store.saveRun(run);
     const params = paramsAt(spec, plan.point);
     const deadline = t0 + (params.duration + this.config.setupSeconds) * 1000;
-    const n = spec.flows.length;
+    const legs = legsOf(spec);
+    const n = legs.length;
     const ready = new Map<number, ReadyReply>();
     const senders = new Map<number, EndReport>();
     const receivers = new Map<number, EndReport>();
     const onItem = (key: string, value: string) => {
       if (key === this.keys.runReady(run.id)) {
         const reply = JSON.parse(value) as ReadyReply;
-        ready.set(reply.flowIndex, reply);
+        ready.set(reply.leg, reply);
       } else {
         const report = JSON.parse(value) as EndReport;
-        (report.role === 'sender' ? senders : receivers).set(report.flowIndex, report);
+        (report.role === 'sender' ? senders : receivers).set(report.leg, report);
       }
     };
     const blocking = this.redis.duplicate();
     let failure: ErrorInfo | null = null;
+    const renew = setInterval(() => {
+      this.leases.renew(run.id, targets).then(
+        (held) => held < new Set(targets.map((t) => `${t.agent}:${t.interface}`)).size && log.warn({ held }, 'lost an interface lease'),
+        (error: unknown) => log.warn({ err: error }, 'lease renewal failed'),
+      );
+    }, this.leases.ttlMs / 3);
     try {
       const offline = await this.offlineAgents(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]));
       if (offline.length > 0) {
         failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
       } else {
-        log.info({ flows: n, point: plan.point, repetition: plan.repetition }, 'run started');
+        log.info({ flows: spec.flows.length, legs: n, point: plan.point, repetition: plan.repetition }, 'run started');
         const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline };
-        await Promise.all(spec.flows.map((flow, i) => this.dispatch(flow.to.agent, { ...base, role: 'receiver', flowIndex: i, interface: flow.to.interface } satisfies ReceiverTask)));
+        await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
         const setupDeadline = Math.min(deadline, t0 + this.config.setupSeconds * 1000);
-        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => spec.flows.every((_, i) => ready.has(i) || receivers.has(i)));
-        const notReady = spec.flows.map((flow, i) => ({ flow, i })).filter(({ i }) => !ready.has(i) && !receivers.has(i));
+        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => legs.every((_, i) => ready.has(i) || receivers.has(i)));
+        const notReady = legs.filter((_, i) => !ready.has(i) && !receivers.has(i));
         if (!signal.aborted && notReady.length > 0) {
           failure = {
             code: 'peer_unavailable',
-            message: notReady.map(({ flow }) => `the receiver on agent ${flow.to.agent} (${flow.to.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; '),
+            message: notReady.map((leg) => `the receiver on agent ${leg.receiver.agent} (${leg.receiver.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; '),
           };
         } else if (!signal.aborted) {
           const startAt = Date.now() + START_DELAY_MS;
           await Promise.all(
-            spec.flows.map((flow, i) => {
+            legs.map((leg, i) => {
               const peer = ready.get(i);
               if (!peer) return Promise.resolve(); // its receiver already failed and reported
-              return this.dispatch(flow.from.agent, { ...base, role: 'sender', flowIndex: i, interface: flow.from.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
+              return this.dispatch(leg.sender.agent, { ...base, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
             }),
           );
-          const expected = spec.flows.filter((_, i) => ready.has(i)).length;
+          const expected = legs.filter((_, i) => ready.has(i)).length;
           await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => senders.size >= expected && receivers.size >= n);
         }
       }
     } finally {
+      clearInterval(renew);
       blocking.disconnect();
     }
-    run.flows = spec.flows.map((flow, i) => flowResult(flow, senders.get(i), receivers.get(i)));
+    run.flows = legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, senders.get(i), receivers.get(i)));
     run.finishedAt = new Date().toISOString();
     if (signal.aborted) {
       const reason = signal.reason as ErrorInfo;

@@ -1,5 +1,5 @@
 import type { ErrorInfo, FlowResult, FlowSpec } from '@niclab/shared/contract';
-import type { EndReport } from '@niclab/shared/task';
+import type { EndReport, Leg } from '@niclab/shared/task';
 
 /** Errors that are consequences of another failure; a root cause is reported in preference. */
 const CONSEQUENCES = new Set(['canceled', 'deadline_exceeded', 'no_data', 'no_report']);
@@ -9,20 +9,23 @@ export function pickError(errors: (ErrorInfo | null | undefined)[]): ErrorInfo |
   return present.find((e) => !CONSEQUENCES.has(e.code)) ?? present[0] ?? null;
 }
 
-/** One flow's result from its two ends' reports. */
-export function flowResult(flow: FlowSpec, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {
-  const missing = (end: string, endpoint: FlowSpec['from']): ErrorInfo => ({
+/** One leg's result from its two ends' reports. */
+export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {
+  const missing = (end: string, endpoint: Leg['sender']): ErrorInfo => ({
     code: 'no_report',
     message: `the ${end} on agent ${endpoint.agent} (${endpoint.interface}) did not report before the run's deadline`,
   });
-  const error = pickError([sender?.error, receiver?.error, sender ? null : missing('sender', flow.from), receiver ? null : missing('receiver', flow.to)]);
+  const error = pickError([sender?.error, receiver?.error, sender ? null : missing('sender', leg.sender), receiver ? null : missing('receiver', leg.receiver)]);
   const sent = sender?.figures ?? null;
   const received = receiver?.figures ?? null;
-  const nicFrom = sender?.nic ?? null;
-  const nicTo = receiver?.nic ?? null;
-  // The named interfaces carried the flow when their counters account for at least its payload.
-  const pathVerified = error || !sent || !received || !nicFrom || !nicTo ? null : nicFrom.txBytes >= sent.bytes && nicTo.rxBytes >= received.bytes;
+  const nicSender = sender?.nic ?? null;
+  const nicReceiver = receiver?.nic ?? null;
+  // The named interfaces carried the leg when their counters account for at least its payload.
+  const pathVerified = error || !sent || !received || !nicSender || !nicReceiver ? null : nicSender.txBytes >= sent.bytes && nicReceiver.rxBytes >= received.bytes;
+  const forward = leg.direction === 'forward';
   const result: FlowResult = {
+    flowIndex: leg.flowIndex,
+    direction: leg.direction,
     from: flow.from,
     to: flow.to,
     sender: sent,
@@ -31,7 +34,7 @@ export function flowResult(flow: FlowSpec, sender: EndReport | undefined, receiv
     retransmits: null,
     udp: null,
     intervals: receiver?.intervals ?? [],
-    nic: { from: nicFrom, to: nicTo },
+    nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
     pathVerified,
     error,
     diagnostics: {},

@@ -49,12 +49,12 @@ export class JobStore {
       .multi()
       .hset(this.keys.job(id), {
         id, status: 'queued', spec: JSON.stringify(spec), createdAt, startedAt: '', finishedAt: '',
-        runsDone: 0, runsTotal, error: '', member,
+        runsDone: 0, runsTotal, error: '', waitingFor: '', member,
       })
       .zadd(this.keys.jobIndex(), 0, member)
       .zadd(this.keys.jobIndex('queued'), 0, member)
       .exec();
-    return { id, status: 'queued', spec, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null };
+    return { id, status: 'queued', spec, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
   }
 
   async get(id: string): Promise<Job | null> {
@@ -89,6 +89,11 @@ export class JobStore {
     return (await this.transitionScript(this.keys.job(id), this.keys.jobIndex(), from.join(','), to, ...fields)) === 1;
   }
 
+  /** What the job waits for (interfaces others hold), or null when it waits for nothing. */
+  async setWaiting(id: string, waitingFor: string[] | null): Promise<void> {
+    await this.redis.hset(this.keys.job(id), 'waitingFor', waitingFor ? JSON.stringify(waitingFor) : '');
+  }
+
   async setProgress(id: string, runsDone: number, runsTotal: number): Promise<void> {
     await this.redis.hset(this.keys.job(id), { runsDone, runsTotal });
   }
@@ -114,5 +119,6 @@ function toJob(row: Record<string, string> | null | undefined): Job | null {
     finishedAt: row.finishedAt || null,
     progress: { runsDone: Number(row.runsDone ?? 0), runsTotal: Number(row.runsTotal ?? 0) },
     error: row.error ? (JSON.parse(row.error) as ErrorInfo) : null,
+    waitingFor: row.waitingFor ? (JSON.parse(row.waitingFor) as string[]) : null,
   };
 }

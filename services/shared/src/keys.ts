@@ -16,6 +16,9 @@ export class Keys {
   /** Set when a run is canceled or failed, so a task still queued for it never starts. */
   runAbandoned(runId: string): string { return `${this.prefix}:run:${runId}:abandoned`; }
 
+  /** The lease on one agent's interface; its value is the holding run's id. */
+  lease(agentId: string, iface: string): string { return `${this.prefix}:lease:${agentId}:${iface}`; }
+
   agent(id: string): string { return `${this.prefix}:agent:${id}`; }
   get agents(): string { return `${this.prefix}:agents`; }
 

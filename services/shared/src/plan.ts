@@ -1,5 +1,5 @@
 import type { JobSpec, SweepPoint } from './contract.js';
-import type { EngineParams } from './task.js';
+import type { EngineParams, Leg } from './task.js';
 
 export interface PlannedRun {
   index: number;
@@ -45,4 +45,17 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
   }
   return params;
+}
+
+/** The legs of a run: every flow's data direction(s), all started together. */
+export function legsOf(spec: JobSpec): Leg[] {
+  const directions: Leg['direction'][] = spec.direction === 'bidir' ? ['forward', 'reverse'] : [spec.direction];
+  return spec.flows.flatMap((flow, flowIndex) =>
+    directions.map((direction) => ({
+      flowIndex,
+      direction,
+      sender: direction === 'forward' ? flow.from : flow.to,
+      receiver: direction === 'forward' ? flow.to : flow.from,
+    })),
+  );
 }

@@ -6,7 +6,8 @@ export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'buf
 interface TaskBase {
   jobId: string;
   runId: string;
-  flowIndex: number;
+  /** Which leg of the run: a flow has one (forward or reverse) or two (bidir). */
+  leg: number;
   engine: EngineName;
   params: EngineParams;
   /** The interface this end uses on its agent. */
@@ -31,14 +32,14 @@ export type Task = ReceiverTask | SenderTask;
 
 /** A receiver announces where it listens (pushed on the run's ready list). */
 export interface ReadyReply {
-  flowIndex: number;
+  leg: number;
   address: string;
   port: number;
 }
 
 /** One end's outcome (pushed on the run's results list). A failure is a report with an error, never a lost reply. */
 export interface EndReport {
-  flowIndex: number;
+  leg: number;
   role: Task['role'];
   figures: EndFigures | null;
   intervals: Interval[];
@@ -47,4 +48,12 @@ export interface EndReport {
   diagnostics: EndDiagnostics;
   /** Epoch ms when this end's engine started moving data (sender) or saw the first byte (receiver). */
   startedAt: number | null;
+}
+
+/** One direction of data of one flow: the flow's own (forward) or back from its `to` end (reverse). */
+export interface Leg {
+  flowIndex: number;
+  direction: 'forward' | 'reverse';
+  sender: { agent: string; interface: string };
+  receiver: { agent: string; interface: string };
 }

@@ -260,6 +260,11 @@ export interface components {
         Job: {
             id: components["schemas"]["Id"];
             status: components["schemas"]["JobStatus"];
+            /**
+             * @description The interfaces (`agent:interface`) another run holds and this job waits for, or null.
+             *     A job waiting for its first run's leases stays `queued`.
+             */
+            waitingFor: string[] | null;
             spec: components["schemas"]["JobSpec"];
             /** Format: date-time */
             createdAt: string;
@@ -354,7 +359,16 @@ export interface components {
             command: string[];
             engineVersion?: string;
         };
+        /**
+         * @description One direction of data of one flow. `direction: forward` carries data from `from` to
+         *     `to`; `reverse` from `to` to `from` (then `sender` is the `to` end). A `bidir` job has
+         *     two results per flow, one of each, measured at the same time.
+         */
         FlowResult: {
+            /** @description Index of the flow in the job's `flows`. */
+            flowIndex: number;
+            /** @enum {string} */
+            direction: "forward" | "reverse";
             from: components["schemas"]["Endpoint"];
             to: components["schemas"]["Endpoint"];
             sender: null | components["schemas"]["EndFigures"];
@@ -365,6 +379,7 @@ export interface components {
             retransmits: number | null;
             udp: null | components["schemas"]["UdpFigures"];
             intervals: components["schemas"]["Interval"][];
+            /** @description Counter deltas of the flow's `from` and `to` interfaces over the run. */
             nic: {
                 from: null | components["schemas"]["NicDelta"];
                 to: null | components["schemas"]["NicDelta"];

@@ -17,7 +17,6 @@ export const builtinEngine: Engine = {
     const reasons: string[] = [];
     if (spec.protocol !== 'tcp') reasons.push('the builtin engine does not do UDP yet');
     if (spec.test !== 'stream') reasons.push('the builtin engine does not do request/response (rr) tests yet');
-    if (spec.direction !== 'forward') reasons.push(`the builtin engine runs direction "forward" only for now, not "${spec.direction}"`);
     if (spec.socketBuffer !== undefined || spec.sweep?.socketBuffer) reasons.push('the builtin engine cannot set socket buffer sizes yet');
     return reasons;
   },

@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '@niclab/shared/config';
+import { LabError, labDown, labStatus, labUp } from './lab.js';
+
+interface LabFlags {
+  hosts?: string;
+  rate?: string;
+  name?: string;
+  'agent-prefix'?: string;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+}
+
+/** `niclab lab up|down|status`: prints what it did; returns the exit code. */
+export async function labCommand(sub: string | undefined, flags: LabFlags, config: Config): Promise<number> {
+  const name = flags.name ?? 'nl';
+  try {
+    if (sub === 'up') {
+      // Lab agents live in other network namespaces: they reach Redis over its unix socket.
+      const socket = join(config.dataDir, 'redis', 'redis.sock');
+      const redisUrl = config.redisUrl ?? (existsSync(socket) ? `unix://${socket}` : undefined);
+      if (!redisUrl) throw new LabError('no Redis to join: start niclab first (npm start), or set REDIS_URL=unix:///path/to/redis.sock');
+      const state = await labUp({
+        name, hosts: Number(flags.hosts ?? 4), rate: flags.rate ?? '100mbit', redisUrl, prefix: config.prefix,
+        dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], heartbeatSeconds: config.heartbeatSeconds,
+      });
+      console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace})`);
+      console.log(table([['host', 'agent', 'interface', 'address', 'rate', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespace])]));
+      return 0;
+    }
+    if (sub === 'down') {
+      const removed = await labDown(config.dataDir, name);
+      console.log(removed.length ? `lab ${name} is down: removed ${removed.join(', ')}` : `lab ${name}: nothing to remove`);
+      return 0;
+    }
+    if (sub === 'status') {
+      const status = await labStatus(config.dataDir, name);
+      if (!status) {
+        console.log(`lab ${name} does not exist`);
+        return 1;
+      }
+      console.log(`lab ${name}, created ${status.state.createdAt}, Redis ${status.state.redisUrl}`);
+      console.log(table([
+        ['host', 'agent', 'interface', 'address', 'rate', 'namespace', 'agent pid'],
+        ...status.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespacePresent ? h.namespace : `${h.namespace} (missing)`, h.agentRunning ? String(h.agentPid) : 'not running']),
+      ]));
+      return status.hosts.every((h) => h.namespacePresent && h.agentRunning) ? 0 : 1;
+    }
+    console.error('niclab lab: say up, down or status');
+    return 2;
+  } catch (error) {
+    console.error(`niclab lab ${sub}: ${(error as Error).message}`);
+    return error instanceof LabError ? 2 : 1;
+  }
+}

@@ -1,0 +1,84 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from './keys.js';
+
+/** Takes every key or none: free keys, or keys this holder already has, are (re)set with the TTL. */
+const ACQUIRE = `
+for i, key in ipairs(KEYS) do
+  local holder = redis.call('GET', key)
+  if holder and holder ~= ARGV[1] then return i end
+end
+for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end
+return 0
+`;
+
+/** Extends or releases only keys this holder still has: a stale holder never touches a newer one's lease. */
+const RENEW = `
+local n = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]); n = n + 1 end
+end
+return n
+`;
+
+const RELEASE = `
+local n = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key); n = n + 1 end
+end
+return n
+`;
+
+export interface LeaseTarget {
+  agent: string;
+  interface: string;
+}
+
+type Script = (numberOfKeys: number, ...args: (string | number)[]) => Promise<number>;
+
+/**
+ * Interface leases: a run holds one on every (agent, interface) it touches, so runs that share
+ * an interface never overlap. Leases carry a TTL that the holder renews; a holder that dies
+ * lets them expire.
+ */
+export class Leases {
+  private readonly acquireScript: Script;
+  private readonly renewScript: Script;
+  private readonly releaseScript: Script;
+
+  constructor(private readonly redis: Redis, private readonly keys: Keys, readonly ttlMs = 15_000) {
+    const r = redis as unknown as Record<string, Script>;
+    if (!r.niclabLeaseAcquire) {
+      redis.defineCommand('niclabLeaseAcquire', { lua: ACQUIRE });
+      redis.defineCommand('niclabLeaseRenew', { lua: RENEW });
+      redis.defineCommand('niclabLeaseRelease', { lua: RELEASE });
+    }
+    this.acquireScript = r.niclabLeaseAcquire!.bind(redis);
+    this.renewScript = r.niclabLeaseRenew!.bind(redis);
+    this.releaseScript = r.niclabLeaseRelease!.bind(redis);
+  }
+
+  private keyList(targets: LeaseTarget[]): { keys: string[]; unique: LeaseTarget[] } {
+    const unique = [...new Map(targets.map((t) => [`${t.agent}\u0000${t.interface}`, t])).values()];
+    return { keys: unique.map((t) => this.keys.lease(t.agent, t.interface)), unique };
+  }
+
+  /** All or nothing. Returns null when held, else the first target someone else holds and who. */
+  async acquire(holder: string, targets: LeaseTarget[]): Promise<{ target: LeaseTarget; heldBy: string | null } | null> {
+    const { keys, unique } = this.keyList(targets);
+    const blocked = await this.acquireScript(keys.length, ...keys, holder, this.ttlMs);
+    if (blocked === 0) return null;
+    const target = unique[blocked - 1]!;
+    return { target, heldBy: await this.redis.get(this.keys.lease(target.agent, target.interface)) };
+  }
+
+  /** How many of the targets this holder still holds after extending them. */
+  async renew(holder: string, targets: LeaseTarget[]): Promise<number> {
+    const { keys } = this.keyList(targets);
+    return this.renewScript(keys.length, ...keys, holder, this.ttlMs);
+  }
+
+  async release(holder: string, targets: LeaseTarget[]): Promise<number> {
+    const { keys } = this.keyList(targets);
+    return this.releaseScript(keys.length, ...keys, holder);
+  }
+}
