@@ -42,8 +42,11 @@ for (const engine of Object.values(ENGINES)) {
       assert.equal(receiver.error, null, JSON.stringify(receiver.error));
       assert.ok(sender.figures && receiver.figures);
       assert.ok(sender.figures.bytes > 0);
-      assert.equal(receiver.figures.bytes, sender.figures.bytes, 'every byte sent was received');
-      assert.equal(sender.figures.bytes, sender.figures.calls * 65536, 'sender bytes are its calls times bufferLength');
+      // A receiver may stop counting with a block per stream still in flight (iperf3 does); never more.
+      assert.ok(receiver.figures.bytes <= sender.figures.bytes, 'no byte is received twice');
+      assert.ok(sender.figures.bytes - receiver.figures.bytes <= 2 * 65536, `sent ${sender.figures.bytes}, received ${receiver.figures.bytes}`);
+      // Calls are counted where the engine can count them; a write never carries more than bufferLength.
+      if (sender.figures.calls !== null) assert.ok(sender.figures.calls > 0 && sender.figures.bytes <= sender.figures.calls * 65536);
       for (const end of [sender.figures, receiver.figures]) {
         assert.ok(end.realSeconds > 0.8 && end.realSeconds < 3, `realSeconds ${end.realSeconds}`);
         assert.ok(end.cpuSeconds > 0, 'CPU time measured at each end');
@@ -86,8 +89,15 @@ for (const engine of Object.values(ENGINES)) {
       const task: SenderTask = { ...ids, role: 'sender', engine: engine.name, params: params(), interface: 'lo', deadline: Date.now() + 10_000, peer: { address: '127.0.0.1', port: await freePort() }, startAt: Date.now() };
       const outcome = await engine.run(task, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined, spawned: (pid) => pids.push(pid) });
       assert.equal(outcome.error?.code, 'connect_failed');
-      assert.match(outcome.error?.message ?? '', /ECONNREFUSED/);
+      assert.match(outcome.error?.message ?? '', /refused/i);
       await assertGone(pids);
     });
   });
 }
+
+test('builtin: the sender writes exactly bufferLength per call, and every byte sent is received', async () => {
+  const engine = ENGINES.builtin!;
+  const [sender, receiver] = await pair(engine, params({ bufferLength: 1000, streams: 2 }), new AbortController().signal, []);
+  assert.equal(sender.figures!.bytes, sender.figures!.calls! * 1000);
+  assert.equal(receiver.figures!.bytes, sender.figures!.bytes);
+});

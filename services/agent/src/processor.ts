@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { AgentInterface, ErrorInfo, NicDelta } from '@niclab/shared/contract';
+import type { AgentInterface, EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { isInterfaceName } from '@niclab/shared/names';
@@ -24,7 +24,7 @@ export interface ProcessorDeps {
 export async function processTask(task: Task, signal: AbortSignal, deps: ProcessorDeps): Promise<EndReport> {
   const { redis, keys } = deps;
   const log = deps.log.child({ jobId: task.jobId, runId: task.runId, leg: task.leg, role: task.role, interface: task.interface });
-  const diagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null as number | null, command: [] as string[] };
+  const diagnostics: EndDiagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null, command: [] };
   const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
     const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, startedAt: null, ...rest };
     await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
@@ -58,5 +58,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const nic: NicDelta | null = before && after ? { agent: deps.agentId, interface: task.interface, ...counterDelta(before, after) } : null;
   diagnostics.port = outcome.port;
   diagnostics.command = outcome.command;
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, startedAt: outcome.startedAt });
+  if (outcome.engineVersion) diagnostics.engineVersion = outcome.engineVersion;
+  if (outcome.socketBuffers) diagnostics.socketBuffers = outcome.socketBuffers;
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, startedAt: outcome.startedAt, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null });
 }

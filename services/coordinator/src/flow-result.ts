@@ -1,4 +1,4 @@
-import type { ErrorInfo, FlowResult, FlowSpec } from '@niclab/shared/contract';
+import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/contract';
 import type { EndReport, Leg } from '@niclab/shared/task';
 
 /** Errors that are consequences of another failure; a root cause is reported in preference. */
@@ -31,8 +31,8 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     sender: sent,
     receiver: received,
     bitsPerSecond: received ? received.realBitsPerSecond : null,
-    retransmits: null,
-    udp: null,
+    retransmits: sender?.retransmits ?? null,
+    udp: udpFigures(sender, receiver),
     intervals: receiver?.intervals ?? [],
     nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
     pathVerified,
@@ -42,4 +42,24 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   if (sender) result.diagnostics.sender = sender.diagnostics;
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
   return result;
+}
+
+/** A UDP leg's counts: what the sender sent, what the receiver got, lost and saw out of order. */
+function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefined): UdpFigures | null {
+  const sent = sender?.udp;
+  const got = receiver?.udp;
+  if (!sent && !got) return null;
+  const received = got?.received ?? 0;
+  // Lost is what was sent and never arrived. A receiver counts only the gaps it saw, which
+  // misses datagrams dropped after its last arrival; with the sender's count, nothing is missed.
+  const lost = sent?.sent !== undefined ? Math.max(0, sent.sent - received) : (got?.lost ?? 0);
+  return {
+    sent: sent?.sent ?? received + lost,
+    received,
+    lost,
+    outOfOrder: got?.outOfOrder ?? 0,
+    duplicates: got?.duplicates ?? 0,
+    jitterSeconds: got?.jitterSeconds ?? 0,
+    lossRatio: received + lost > 0 ? lost / (received + lost) : 0,
+  };
 }

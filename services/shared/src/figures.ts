@@ -1,7 +1,7 @@
 import type { EndFigures } from './contract.js';
 
 /** nttcp's derived columns from its four measured ones. Rates are 0 where the divisor is 0. */
-export function endFigures(bytes: number, realSeconds: number, cpuSeconds: number, calls: number): EndFigures {
+export function endFigures(bytes: number, realSeconds: number, cpuSeconds: number, calls: number | null): EndFigures {
   const per = (value: number, seconds: number) => (seconds > 0 ? Math.round((value / seconds) * 1000) / 1000 : 0);
   return {
     bytes,
@@ -10,7 +10,7 @@ export function endFigures(bytes: number, realSeconds: number, cpuSeconds: numbe
     calls,
     realBitsPerSecond: per(bytes * 8, realSeconds),
     cpuBitsPerSecond: per(bytes * 8, cpuSeconds),
-    realCallsPerSecond: per(calls, realSeconds),
-    cpuCallsPerSecond: per(calls, cpuSeconds),
+    realCallsPerSecond: calls === null ? null : per(calls, realSeconds),
+    cpuCallsPerSecond: calls === null ? null : per(calls, cpuSeconds),
   };
 }

@@ -37,6 +37,16 @@ export interface ReadyReply {
   port: number;
 }
 
+/** One end's UDP counts: a sender knows what it sent, a receiver the rest. */
+export interface EndUdp {
+  sent?: number;
+  received?: number;
+  lost?: number;
+  outOfOrder?: number;
+  duplicates?: number;
+  jitterSeconds?: number;
+}
+
 /** One end's outcome (pushed on the run's results list). A failure is a report with an error, never a lost reply. */
 export interface EndReport {
   leg: number;
@@ -48,6 +58,8 @@ export interface EndReport {
   diagnostics: EndDiagnostics;
   /** Epoch ms when this end's engine started moving data (sender) or saw the first byte (receiver). */
   startedAt: number | null;
+  retransmits?: number | null;
+  udp?: EndUdp | null;
 }
 
 /** One direction of data of one flow: the flow's own (forward) or back from its `to` end (reverse). */

@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ErrorInfo } from '@niclab/shared/contract';
 
@@ -74,5 +74,55 @@ export function runNodeChild<R>(
       );
     });
     child.send(input as Parameters<typeof child.send>[0]);
+  });
+}
+
+export interface ProcessOutcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** The abort's error when the process was killed for it. */
+  aborted: ErrorInfo | null;
+  spawnError: Error | null;
+}
+
+/** At most this much of a tool's stdout is kept (iperf3's JSON of a long run with many streams). */
+const MAX_STDOUT = 64 * 1024 * 1024;
+
+/**
+ * Runs a tool (argument array, no shell) until it exits or the signal aborts, in which case
+ * it is killed with SIGKILL. Never rejects: every way it can end is in the outcome.
+ */
+export function runProcess(argv: string[], signal: AbortSignal, onSpawn?: (pid: number) => void): Promise<ProcessOutcome> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve({ code: null, signal: null, stdout: '', stderr: '', aborted: abortError(signal), spawnError: null });
+      return;
+    }
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
+    let stdout = '';
+    let stderr = '';
+    let aborted: ErrorInfo | null = null;
+    let spawnError: Error | null = null;
+    const onAbort = () => {
+      aborted = abortError(signal);
+      child.kill('SIGKILL');
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (stdout.length < MAX_STDOUT) stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    child.on('error', (error) => {
+      spawnError = error;
+    });
+    child.on('close', (code, exitSignal) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve({ code, signal: exitSignal, stdout, stderr, aborted, spawnError });
+    });
   });
 }

@@ -1,4 +1,5 @@
-import type { EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec } from '@niclab/shared/contract';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec } from '@niclab/shared/contract';
+import type { EndUdp } from '@niclab/shared/task';
 import type { Task } from '@niclab/shared/task';
 
 /** What the agent gives an engine for one end of one flow. */
@@ -23,6 +24,12 @@ export interface EngineOutcome {
   port: number | null;
   /** Epoch ms of the first byte moved at this end. */
   startedAt: number | null;
+  /** TCP retransmits seen by a sender, where the engine can read them. */
+  retransmits?: number | null;
+  /** This end's UDP counts. */
+  udp?: EndUdp | null;
+  socketBuffers?: EndDiagnostics['socketBuffers'];
+  engineVersion?: string;
 }
 
 /** An engine: one file or folder under engines/, found through the registry. */

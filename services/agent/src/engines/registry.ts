@@ -1,10 +1,12 @@
 import type { Agent, EngineInfo, EngineName, JobSpec } from '@niclab/shared/contract';
 import type { Engine } from './engine.js';
 import { builtinEngine } from './builtin/index.js';
+import { iperf3Engine } from './iperf3/index.js';
 
 /** Every engine, by name. Engines not yet built are absent: submissions naming them get a 422. */
 export const ENGINES: Partial<Record<EngineName, Engine>> = {
   builtin: builtinEngine,
+  iperf3: iperf3Engine,
 };
 
 export function engineFor(name: EngineName): Engine | undefined {

@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isRunning } from '@niclab/shared/process';
-import { command } from './command.js';
+import { command } from '@niclab/shared/command';
 
 /** The niclab command this lab's agents run: the compiled one, from src/lab and dist/lab alike. */
 const CLI = fileURLToPath(new URL('../../dist/main.js', import.meta.url));

@@ -314,12 +314,12 @@ export interface components {
             realSeconds: number;
             /** @description User + system CPU seconds of this end's engine process. */
             cpuSeconds: number;
-            /** @description Write calls at the sender */
-            calls: number;
+            /** @description Write calls at the sender, read completions at the receiver (UDP: datagrams). Null where the engine does not count them (iperf3 TCP). */
+            calls: number | null;
             realBitsPerSecond: number;
             cpuBitsPerSecond: number;
-            realCallsPerSecond: number;
-            cpuCallsPerSecond: number;
+            realCallsPerSecond: number | null;
+            cpuCallsPerSecond: number | null;
         };
         /** @description Counter deltas of one named interface over the run (/sys/class/net/IF/statistics). */
         NicDelta: {
@@ -358,6 +358,11 @@ export interface components {
             /** @description The exact argument vector of the engine process. */
             command: string[];
             engineVersion?: string;
+            /** @description The effective SO_SNDBUF/SO_RCVBUF of this end's sockets, read back after setting them. */
+            socketBuffers?: {
+                sendBytes: number;
+                receiveBytes: number;
+            };
         };
         /**
          * @description One direction of data of one flow. `direction: forward` carries data from `from` to

@@ -1,0 +1,128 @@
+import { createServer } from 'node:net';
+import { command } from '@niclab/shared/command';
+import type { EngineInfo, ErrorInfo, JobSpec } from '@niclab/shared/contract';
+import type { EngineParams } from '@niclab/shared/task';
+import type { Engine, EngineOutcome } from '../engine.js';
+import { abortError, runProcess, type ProcessOutcome } from '../child.js';
+import { parseEnd, type Iperf3Json } from './parse.js';
+
+interface Probe {
+  info: EngineInfo;
+  bindDev: boolean;
+}
+
+let probed: Promise<Probe> | undefined;
+
+/** Is iperf3 installed, which version, can it bind to a device (SO_BINDTODEVICE)? Asked once. */
+function probeIperf3(): Promise<Probe> {
+  probed ??= (async () => {
+    try {
+      const version = (await command('iperf3', ['--version'])).split('\n')[0]?.trim() ?? 'iperf3';
+      const help = await command('iperf3', ['--help']).catch((error: Error) => error.message);
+      return { info: { available: true, version }, bindDev: help.includes('--bind-dev') };
+    } catch (error) {
+      const missing = /ENOENT/.test((error as Error).message);
+      return { info: { available: false, reason: missing ? 'iperf3 is not installed (apt-get install iperf3)' : (error as Error).message }, bindDev: false };
+    }
+  })();
+  return probed;
+}
+
+/** A TCP port free on this address right now (iperf3's server needs a number; 0 is not one). */
+function freePort(address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, address, () => {
+      const bound = server.address();
+      server.close(() => resolve(typeof bound === 'object' && bound ? bound.port : 0));
+    });
+  });
+}
+
+/** Waits until something listens on the port (iperf3 prints nothing before the end with --json). */
+async function listening(port: number, signal: AbortSignal, exited: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && !signal.aborted && !exited()) {
+    const out = await command('ss', ['-Hltn', `sport = :${port}`]).catch(() => '');
+    if (out.trim()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+function udpBits(params: EngineParams): number {
+  const { packetSize, rate } = params.udp!;
+  return 'bitsPerSecond' in rate ? rate.bitsPerSecond : rate.packetsPerSecond * packetSize * 8;
+}
+
+function failure(outcome: ProcessOutcome, json: Iperf3Json | null): ErrorInfo {
+  if (outcome.aborted) return outcome.aborted;
+  if (outcome.spawnError) {
+    const missing = (outcome.spawnError as NodeJS.ErrnoException).code === 'ENOENT';
+    return { code: missing ? 'engine_unavailable' : 'engine_failed', message: missing ? 'iperf3 is not installed on this agent' : outcome.spawnError.message };
+  }
+  const text = json?.error ?? (outcome.stderr.trim() || `iperf3 exited with ${outcome.signal ?? `code ${outcome.code}`}`);
+  return { code: /connect|refused|unreachable/i.test(text) ? 'connect_failed' : 'engine_failed', message: `iperf3: ${text}` };
+}
+
+/** iperf3 (JSON output): one server per leg on the receiver's interface, the client bound to the sender's. */
+export const iperf3Engine: Engine = {
+  name: 'iperf3',
+
+  async probe() {
+    return (await probeIperf3()).info;
+  },
+
+  canRun(spec: JobSpec) {
+    const reasons: string[] = [];
+    if (spec.test !== 'stream') reasons.push('iperf3 does not do request/response (rr) tests');
+    if (!Number.isInteger(spec.duration)) reasons.push(`iperf3 takes whole seconds: duration ${spec.duration} is not one`);
+    return reasons;
+  },
+
+  async run(task, context): Promise<EngineOutcome> {
+    const { params } = task;
+    const probe = await probeIperf3();
+    let argv: string[];
+    let port: number;
+    let running: Promise<ProcessOutcome>;
+    if (task.role === 'receiver') {
+      port = await freePort(context.address);
+      // --idle-timeout: a client that vanishes never leaves the server waiting forever.
+      argv = ['iperf3', '-s', '-1', '-B', context.address, '-p', String(port), '-i', String(params.interval), '--json', '--idle-timeout', String(Math.ceil(params.duration) + 30)];
+      let exited = false;
+      running = runProcess(argv, context.signal, context.spawned);
+      void running.then(() => (exited = true));
+      if (await listening(port, context.signal, () => exited)) context.ready(port);
+    } else {
+      port = task.peer.port;
+      const wait = task.startAt - Date.now();
+      if (wait > 0 && !context.signal.aborted) await new Promise((r) => setTimeout(r, wait));
+      argv = ['iperf3', '-c', task.peer.address, '-p', String(port), '-B', context.address];
+      if (probe.bindDev) argv.push('--bind-dev', task.interface);
+      argv.push('-t', String(params.duration), '-i', String(params.interval), '-P', String(params.streams), '--json');
+      if (params.udp) argv.push('-u', '-b', String(udpBits(params)), '-l', String(params.udp.packetSize));
+      else argv.push('-l', String(params.bufferLength));
+      if (params.noDelay) argv.push('-N');
+      if (params.socketBuffer !== undefined) argv.push('-w', String(params.socketBuffer));
+      running = runProcess(argv, context.signal, context.spawned);
+    }
+    const outcome = await running;
+    const base: EngineOutcome = { figures: null, intervals: [], error: null, command: argv, port, startedAt: null, engineVersion: probe.info.version };
+    let json: Iperf3Json | null = null;
+    try {
+      json = JSON.parse(outcome.stdout) as Iperf3Json;
+    } catch {
+      // no JSON: it failed before producing any; failure() says why
+    }
+    if (context.signal.aborted) return { ...base, error: abortError(context.signal) };
+    if (!json || json.error || outcome.code !== 0) return { ...base, error: failure(outcome, json) };
+    try {
+      const end = parseEnd(json, task.role, params.udp?.packetSize);
+      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp: end.udp, socketBuffers: end.socketBuffers, startedAt: Date.now() - end.figures.realSeconds * 1000 };
+    } catch (error) {
+      return { ...base, error: { code: 'engine_failed', message: `iperf3 output: ${(error as Error).message}` } };
+    }
+  },
+};

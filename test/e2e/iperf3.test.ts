@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ApiClient } from '../helpers/api-client.js';
+import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+let api: NiclabProcess;
+let agent: NiclabProcess;
+let bare: NiclabProcess;
+let client: ApiClient;
+let emptyBin: string;
+const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
+
+before(async () => {
+  redis = await startTestRedis();
+  const port = await freePort();
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5' };
+  api = spawnNiclab(['api'], env);
+  agent = spawnNiclab(['agent', '--id', 'tools'], env);
+  // An agent whose PATH has `ss` but no iperf3: a host where iperf3 is not installed.
+  emptyBin = mkdtempSync(join(tmpdir(), 'niclab-bin-'));
+  symlinkSync('/usr/bin/ss', join(emptyBin, 'ss'));
+  bare = spawnNiclab(['agent', '--id', 'bare'], { ...env, PATH: emptyBin });
+  client = new ApiClient(`http://127.0.0.1:${port}`);
+  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
+  for (const id of ['tools', 'bare']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
+});
+
+after(async () => {
+  await Promise.all([agent?.stop(), bare?.stop()]);
+  await api?.stop();
+  await redis?.stop();
+  rmSync(emptyBin, { recursive: true, force: true });
+});
+
+test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command and version', async () => {
+  const submitted = await client.submit({ engine: 'iperf3', duration: 2, interval: 0.5, streams: 2, socketBuffer: 262144, flows: [{ from: lo('tools'), to: lo('tools') }] });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const { job } = await client.finish(submitted.body.id);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const [f] = job.runs[0].flows;
+  assert.ok(f.sender.bytes > 0);
+  assert.equal(f.receiver.bytes, f.sender.bytes);
+  assert.ok(f.sender.cpuSeconds > 0 && f.receiver.cpuSeconds > 0, 'CPU at both ends');
+  assert.equal(f.sender.calls, null, 'iperf3 does not count TCP calls; none are invented');
+  assert.equal(typeof f.retransmits, 'number');
+  assert.ok(f.intervals.length >= 3);
+  assert.equal(f.diagnostics.sender.command[0], 'iperf3');
+  assert.ok(f.diagnostics.sender.command.includes('-P') && f.diagnostics.sender.command.includes('-w'));
+  assert.match(f.diagnostics.sender.engineVersion, /^iperf 3\./);
+  // -w 256 KiB: the kernel doubles what it is asked for (and caps it at wmem_max).
+  assert.ok(f.diagnostics.sender.socketBuffers.sendBytes >= 262144, JSON.stringify(f.diagnostics.sender.socketBuffers));
+  assert.equal(f.pathVerified, true);
+});
+
+test('iperf3 UDP at a packet rate: sent, received, lost and jitter', async () => {
+  const submitted = await client.submit({
+    engine: 'iperf3', protocol: 'udp', duration: 2, interval: 1,
+    udp: { packetSize: 1200, rate: { packetsPerSecond: 2000 } },
+    flows: [{ from: lo('tools'), to: lo('tools') }],
+  });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const { job } = await client.finish(submitted.body.id);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const [f] = job.runs[0].flows;
+  assert.ok(f.udp, 'UDP figures');
+  assert.ok(Math.abs(f.udp.sent - 4000) / 4000 < 0.05, `sent ${f.udp.sent} of 2000 pps x 2 s`);
+  assert.equal(f.udp.sent, f.udp.received + f.udp.lost, 'sent = received + lost');
+  assert.ok(f.udp.lossRatio < 0.01, `loss ${f.udp.lossRatio} on loopback`);
+  assert.ok(f.udp.jitterSeconds >= 0);
+  assert.equal(f.sender.calls, f.udp.sent, 'a UDP call is a datagram');
+  assert.equal(f.retransmits, null);
+});
+
+test('iperf3 absent on an agent: the submission is a 422 that says so', async () => {
+  const agentInfo = (await client.call('getAgent', 'GET', '/v1/agents/bare')).body;
+  assert.equal(agentInfo.engines.iperf3.available, false);
+  assert.match(agentInfo.engines.iperf3.reason, /not installed/);
+  const res = await client.submit({ engine: 'iperf3', duration: 1, flows: [{ from: lo('tools'), to: lo('bare') }] });
+  assert.equal(res.status, 422);
+  assert.equal(res.body.errors[0].field, 'body.engine');
+  assert.match(res.body.errors[0].message, /bare cannot run the iperf3 engine: iperf3 is not installed/);
+  // The builtin engine still runs there.
+  assert.equal((await client.submit({ engine: 'builtin', duration: 1, flows: [{ from: lo('tools'), to: lo('bare') }] })).status, 202);
+});
+
+test('iperf3 refuses what it cannot do, with reasons', async () => {
+  const rr = await client.submit({ engine: 'iperf3', test: 'rr', duration: 1, flows: [{ from: lo('tools'), to: lo('tools') }] });
+  assert.equal(rr.status, 422);
+  assert.match(rr.body.errors.map((e: { message: string }) => e.message).join('; '), /request\/response/);
+  const fractional = await client.submit({ engine: 'iperf3', duration: 1.5, flows: [{ from: lo('tools'), to: lo('tools') }] });
+  assert.equal(fractional.status, 422);
+  assert.match(fractional.body.errors[0].message, /whole seconds/);
+});
