@@ -42,9 +42,10 @@ for (const engine of Object.values(ENGINES)) {
       assert.equal(receiver.error, null, JSON.stringify(receiver.error));
       assert.ok(sender.figures && receiver.figures);
       assert.ok(sender.figures.bytes > 0);
-      // A receiver may stop counting with a block per stream still in flight (iperf3 does); never more.
+      // iperf3's server stops counting at the end of the test with up to its socket buffers'
+      // worth still in flight; the builtin receiver counts to the last byte (its own test).
       assert.ok(receiver.figures.bytes <= sender.figures.bytes, 'no byte is received twice');
-      assert.ok(sender.figures.bytes - receiver.figures.bytes <= 2 * 65536, `sent ${sender.figures.bytes}, received ${receiver.figures.bytes}`);
+      assert.ok(receiver.figures.bytes >= sender.figures.bytes * 0.99, `sent ${sender.figures.bytes}, received ${receiver.figures.bytes}`);
       // Calls are counted where the engine can count them; a write never carries more than bufferLength.
       if (sender.figures.calls !== null) assert.ok(sender.figures.calls > 0 && sender.figures.bytes <= sender.figures.calls * 65536);
       for (const end of [sender.figures, receiver.figures]) {

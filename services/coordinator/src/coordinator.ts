@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Queue, Worker, type Job as BullJob } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
@@ -21,6 +21,8 @@ const REPORT_GRACE_MS = 2000;
 const ABANDONED_TTL_SECONDS = 3600;
 /** How often a job waiting for interface leases tries again. */
 const LEASE_RETRY_MS = 200;
+/** The abort reason of a coordinator that is stopping: its job is interrupted, not ended. */
+const SHUTDOWN = 'coordinator_shutdown';
 
 export interface JobMessage {
   jobId: string;
@@ -64,7 +66,7 @@ export class Coordinator {
     });
     // BullMQ never closes a connection it is given; stop() does.
     this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: 'niclab-coordinator-worker' });
-    this.worker = new Worker(this.keys.jobsQueue, (job: BullJob<JobMessage>) => this.processJob(job.data.jobId), {
+    this.worker = new Worker(this.keys.jobsQueue, (job: BullJob<JobMessage>, token?: string) => this.processJob(job.data.jobId, job, token), {
       connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: this.concurrency,
@@ -73,7 +75,7 @@ export class Coordinator {
   }
 
   async stop(): Promise<void> {
-    for (const controller of this.active.values()) controller.abort({ code: 'coordinator_shutdown', message: 'the coordinator is shutting down' });
+    for (const controller of this.active.values()) controller.abort({ code: SHUTDOWN, message: 'the coordinator is shutting down' });
     await this.worker?.close();
     this.workerConnection?.disconnect();
     await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
@@ -81,8 +83,11 @@ export class Coordinator {
     await this.redis.quit().catch(() => undefined);
   }
 
-  /** Runs a job to its end. Safe to call again for a job whose coordinator died: finished runs are kept. */
-  async processJob(jobId: string): Promise<void> {
+  /**
+   * Runs a job to its end. Safe to call again for a job whose coordinator died: finished runs
+   * are kept. A coordinator that stops mid-job puts the job back in the queue for another.
+   */
+  async processJob(jobId: string, bullJob?: BullJob<JobMessage>, token?: string): Promise<void> {
     const job = await this.store.get(jobId);
     if (!job || TERMINAL_STATUSES.includes(job.status)) return;
     const log = this.log.child({ jobId });
@@ -105,12 +110,18 @@ export class Coordinator {
             job.status = 'running';
           }
           const run = await this.executeRun(job, plan, runId, targets, controller.signal, log);
+          if (run.status === 'queued') break; // interrupted by shutdown: it runs again on resume
           done.set(plan.index, run);
           if (run.status === 'failed') failed = [...failed, run];
           await this.store.setProgress(jobId, done.size, planned.length);
         } finally {
           await this.leases.release(runId, targets);
         }
+      }
+      if ((controller.signal.reason as ErrorInfo | undefined)?.code === SHUTDOWN && bullJob && token) {
+        log.info({ runsDone: done.size }, 'job interrupted by shutdown; back in the queue');
+        await bullJob.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
       }
       if (controller.signal.aborted) return; // the API already moved the job to canceled
       const finishedAt = new Date().toISOString();
@@ -210,7 +221,8 @@ export class Coordinator {
         log.info({ flows: spec.flows.length, legs: n, point: plan.point, repetition: plan.repetition }, 'run started');
         const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline };
         await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
-        const setupDeadline = Math.min(deadline, t0 + this.config.setupSeconds * 1000);
+        // Receivers get half the setup allowance to start; the other half is the senders' margin.
+        const setupDeadline = t0 + this.config.setupSeconds * 500;
         await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => legs.every((_, i) => ready.has(i) || receivers.has(i)));
         const notReady = legs.filter((_, i) => !ready.has(i) && !receivers.has(i));
         if (!signal.aborted && notReady.length > 0) {
@@ -237,10 +249,13 @@ export class Coordinator {
     }
     run.flows = legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, senders.get(i), receivers.get(i)));
     run.finishedAt = new Date().toISOString();
-    if (signal.aborted) {
-      const reason = signal.reason as ErrorInfo;
+    const reason = signal.reason as ErrorInfo | undefined;
+    if (reason?.code === SHUTDOWN) {
+      run.status = 'queued';
+      run.error = { code: SHUTDOWN, message: 'interrupted by a coordinator shutdown; it runs again when the job resumes' };
+    } else if (signal.aborted) {
       run.status = 'canceled';
-      run.error = { code: reason.code ?? 'canceled', message: reason.message ?? 'The job was canceled.' };
+      run.error = { code: reason?.code ?? 'canceled', message: reason?.message ?? 'The job was canceled.' };
     } else {
       run.error = failure ?? pickError(run.flows.map((f) => f.error));
       run.status = run.error ? 'failed' : 'succeeded';

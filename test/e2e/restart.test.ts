@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ApiClient } from '../helpers/api-client.js';
+import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+let agent: NiclabProcess;
+let env: Record<string, string>;
+let client: ApiClient;
+
+before(async () => {
+  redis = await startTestRedis();
+  const port = await freePort();
+  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '4' };
+  agent = spawnNiclab(['agent', '--id', 'r'], env);
+  client = new ApiClient(`http://127.0.0.1:${port}`);
+});
+
+after(async () => {
+  await agent?.stop();
+  await redis?.stop();
+});
+
+test('restarting the API (and its coordinator) mid-campaign loses nothing: the job finishes every run', async () => {
+  const first = spawnNiclab(['api'], env);
+  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
+  await waitFor('agent r', async () => (await client.call('getAgent', 'GET', '/v1/agents/r')).body.online);
+  const submitted = await client.submit({ engine: 'builtin', duration: 1.5, repeat: 4, flows: [{ from: { agent: 'r', interface: 'lo' }, to: { agent: 'r', interface: 'lo' } }] });
+  const id = submitted.body.id;
+  await waitFor('the first run to finish', async () => (await client.job(id)).body.progress.runsDone >= 1, 20_000, 50);
+  assert.equal(await first.stop('SIGTERM'), 0, first.output());
+
+  const second = spawnNiclab(['api'], env);
+  try {
+    await waitFor('the API again', async () => (await fetch(`${client.base}/readyz`)).ok);
+    const { job } = await client.finish(id, 60_000);
+    assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+    assert.deepEqual(job.progress, { runsDone: 4, runsTotal: 4 });
+    assert.equal(job.runs.length, 4);
+    assert.ok(job.runs.every((r: { status: string }) => r.status === 'succeeded'), JSON.stringify(job.runs.map((r: { status: string; error: unknown }) => [r.status, r.error])));
+  } finally {
+    await second.stop();
+  }
+});
