@@ -93,3 +93,18 @@ test('a job whose receiver agent is gone fails with peer_unavailable within its 
   assert.equal(refused.body.errors[0].field, 'body.flows[0].to.agent');
   assert.match(refused.body.errors[0].message, /offline/);
 });
+
+test('builtin UDP at a constant packet rate through the API: sent = received + lost, achieved rate reported', async () => {
+  const submitted = await client.submit({ engine: 'builtin', protocol: 'udp', duration: 2, udp: { packetSize: 1000, rate: { bitsPerSecond: 8_000_000 } }, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const { job } = await client.finish(submitted.body.id);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const { udp, sender, receiver } = job.runs[0].flows[0];
+  assert.equal(udp.targetPacketsPerSecond, 1000, '8 Mbit/s of 1000-byte datagrams');
+  assert.equal(udp.sent, 2000);
+  assert.equal(udp.sent, udp.received + udp.lost);
+  assert.ok(udp.lossRatio < 0.01);
+  assert.ok(Math.abs(udp.achievedPacketsPerSecond - 1000) / 1000 < 0.01);
+  assert.equal(sender.calls, 2000);
+  assert.equal(receiver.calls, udp.received);
+});

@@ -53,7 +53,7 @@ function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefin
   // Lost is what was sent and never arrived. A receiver counts only the gaps it saw, which
   // misses datagrams dropped after its last arrival; with the sender's count, nothing is missed.
   const lost = sent?.sent !== undefined ? Math.max(0, sent.sent - received) : (got?.lost ?? 0);
-  return {
+  const figures: UdpFigures = {
     sent: sent?.sent ?? received + lost,
     received,
     lost,
@@ -62,4 +62,7 @@ function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefin
     jitterSeconds: got?.jitterSeconds ?? 0,
     lossRatio: received + lost > 0 ? lost / (received + lost) : 0,
   };
+  if (sent?.targetPacketsPerSecond !== undefined) figures.targetPacketsPerSecond = sent.targetPacketsPerSecond;
+  if (sent?.achievedPacketsPerSecond !== undefined) figures.achievedPacketsPerSecond = sent.achievedPacketsPerSecond;
+  return figures;
 }

@@ -40,6 +40,8 @@ export interface ReadyReply {
 /** One end's UDP counts: a sender knows what it sent, a receiver the rest. */
 export interface EndUdp {
   sent?: number;
+  targetPacketsPerSecond?: number;
+  achievedPacketsPerSecond?: number;
   received?: number;
   lost?: number;
   outOfOrder?: number;

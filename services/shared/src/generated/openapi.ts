@@ -346,8 +346,14 @@ export interface components {
             lost: number;
             outOfOrder: number;
             duplicates: number;
+            /** @description RFC 3550 interarrival jitter at the receiver. */
             jitterSeconds: number;
+            /** @description lost / sent; lost is sent - received, so sent = received + lost exactly. */
             lossRatio: number;
+            /** @description The rate the sender was asked for (builtin engine). */
+            targetPacketsPerSecond?: number;
+            /** @description The rate the sender reached; below the target when the host could not keep up. */
+            achievedPacketsPerSecond?: number;
         };
         EndDiagnostics: {
             agent: components["schemas"]["AgentId"];

@@ -1,11 +1,16 @@
+import { createHash } from 'node:crypto';
 import type { JobSpec } from '@niclab/shared/contract';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
+import { HEADER_BYTES, type UdpChildInput, type UdpChildResult } from './udp-child.js';
 
-const script = siblingScript(import.meta.url, 'tcp-child');
+const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child') };
 
-/** nttcp-style TCP written in TypeScript; each end runs in its own process so its CPU time is its own. */
+/**
+ * nttcp-style TCP and rude/crude-style constant-rate UDP written in TypeScript; each end runs
+ * in its own process so its CPU time is its own.
+ */
 export const builtinEngine: Engine = {
   name: 'builtin',
 
@@ -15,20 +20,26 @@ export const builtinEngine: Engine = {
 
   canRun(spec: JobSpec) {
     const reasons: string[] = [];
-    if (spec.protocol !== 'tcp') reasons.push('the builtin engine does not do UDP yet');
     if (spec.test !== 'stream') reasons.push('the builtin engine does not do request/response (rr) tests yet');
-    if (spec.socketBuffer !== undefined || spec.sweep?.socketBuffer) reasons.push('the builtin engine cannot set socket buffer sizes yet');
+    if (spec.protocol === 'tcp' && (spec.socketBuffer !== undefined || spec.sweep?.socketBuffer)) {
+      reasons.push('the builtin engine cannot set TCP socket buffer sizes (Node has no SO_SNDBUF for TCP); use engine iperf3');
+    }
+    const sizes = [spec.udp?.packetSize, ...(spec.sweep?.packetSize ?? [])].filter((n): n is number => n !== undefined);
+    if (spec.protocol === 'udp' && sizes.some((n) => n < HEADER_BYTES)) reasons.push(`the builtin engine's UDP datagrams carry a ${HEADER_BYTES}-byte header: packetSize must be at least ${HEADER_BYTES}`);
     return reasons;
   },
 
   async run(task, context): Promise<EngineOutcome> {
-    const input: TcpChildInput = { role: task.role, params: task.params, address: context.address };
+    const udp = task.params.protocol === 'udp';
+    // Both ends of a leg derive the same token, so a receiver ignores datagrams not of its leg.
+    const token = createHash('sha256').update(`${task.runId}/${task.leg}`).digest().readUInt32BE(0);
+    const input: TcpChildInput | UdpChildInput = { role: task.role, params: task.params, address: context.address, token };
     if (task.role === 'sender') {
       input.peer = task.peer;
       input.startAt = task.startAt;
     }
     let port: number | null = task.role === 'sender' ? task.peer.port : null;
-    const outcome = await runNodeChild<TcpChildResult>(script, input, context.signal, (listening) => {
+    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult>>(udp ? scripts.udp : scripts.tcp, input, context.signal, (listening) => {
       port = listening;
       context.ready(listening);
     }, context.spawned);
@@ -39,6 +50,8 @@ export const builtinEngine: Engine = {
       command: outcome.argv,
       port,
       startedAt: outcome.result?.startedAt ?? null,
+      udp: outcome.result?.udp ?? null,
+      socketBuffers: outcome.result?.socketBuffers,
     };
   },
 };

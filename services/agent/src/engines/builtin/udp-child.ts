@@ -1,0 +1,250 @@
+/**
+ * The builtin engine's UDP process (rude/crude-style): the sender paces datagrams at a constant
+ * packet rate, each carrying a sequence number and its send time; the receiver counts what
+ * arrives, in order or not, and the interarrival jitter of RFC 3550.
+ */
+import { createSocket, type Socket } from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { EndFigures, Interval } from '@niclab/shared/contract';
+import { endFigures } from '@niclab/shared/figures';
+import type { EndUdp, EngineParams } from '@niclab/shared/task';
+
+export interface UdpChildInput {
+  role: 'sender' | 'receiver';
+  params: EngineParams;
+  address: string;
+  /** Identifies this leg's datagrams; anything else arriving on the port is ignored. */
+  token: number;
+  peer?: { address: string; port: number };
+  startAt?: number;
+}
+
+export interface UdpChildResult {
+  figures: EndFigures;
+  intervals: Interval[];
+  startedAt: number;
+  udp: EndUdp & { targetPacketsPerSecond?: number; achievedPacketsPerSecond?: number };
+  socketBuffers: { sendBytes: number; receiveBytes: number };
+}
+
+type Send = (message: unknown) => void;
+
+const MAGIC = 0x4e49434c; // "NICL"
+const DATA = 0;
+const FIN = 1;
+/** magic, token, kind, sequence, send time (µs since the epoch). */
+export const HEADER_BYTES = 4 + 4 + 4 + 8 + 8;
+/** A sender whose kernel queue holds this many datagrams is ahead of what the host can send. */
+const MAX_QUEUED = 2048;
+/** At most this many datagrams are sent in one turn of the event loop. */
+const TURN_MAX = 256;
+
+const cpuSeconds = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e6;
+};
+const nowMicros = () => (performance.timeOrigin + performance.now()) * 1000;
+
+export function packetRate(params: EngineParams): number {
+  const { packetSize, rate } = params.udp!;
+  return 'packetsPerSecond' in rate ? rate.packetsPerSecond : rate.bitsPerSecond / (packetSize * 8);
+}
+
+function open(address: string, params: EngineParams): Socket {
+  return createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4', ...(params.socketBuffer ? { recvBufferSize: params.socketBuffer, sendBufferSize: params.socketBuffer } : {}) });
+}
+
+function buffers(socket: Socket) {
+  return { sendBytes: socket.getSendBufferSize(), receiveBytes: socket.getRecvBufferSize() };
+}
+
+function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
+  const { packetSize } = input.params.udp!;
+  const { duration, interval } = input.params;
+  return new Promise((resolve, reject) => {
+    const socket = open(input.address, input.params);
+    let seen = new Uint8Array(1 << 16);
+    let received = 0;
+    let duplicates = 0;
+    let outOfOrder = 0;
+    let highest = -1;
+    let jitter = 0;
+    let lastTransit: number | null = null;
+    let firstAt = 0;
+    let lastAt = 0;
+    let startedAt = 0;
+    let cpu: NodeJS.CpuUsage | undefined;
+    let sampled = 0;
+    let sampledAt = 0;
+    let sampler: NodeJS.Timeout | undefined;
+    let giveUp: NodeJS.Timeout | undefined;
+    const intervals: Interval[] = [];
+    const sample = (now: number) => {
+      const seconds = (now - sampledAt) / 1000;
+      if (seconds <= 0.001) return;
+      intervals.push({ start: (sampledAt - firstAt) / 1000, end: (now - firstAt) / 1000, bitsPerSecond: ((received - sampled) * packetSize * 8) / seconds });
+      sampled = received;
+      sampledAt = now;
+    };
+    const finish = () => {
+      clearInterval(sampler);
+      clearTimeout(giveUp);
+      const result: UdpChildResult = {
+        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
+        intervals,
+        startedAt,
+        udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6 },
+        socketBuffers: buffers(socket),
+      };
+      if (firstAt && lastAt - sampledAt >= interval * 100) sample(lastAt);
+      socket.close();
+      resolve(result);
+    };
+    socket.on('error', reject);
+    socket.on('message', (message: Buffer) => {
+      if (message.length < HEADER_BYTES || message.readUInt32BE(0) !== MAGIC || message.readUInt32BE(4) !== input.token) return;
+      if (message.readUInt32BE(8) === FIN) return finish();
+      const arrival = performance.now();
+      if (firstAt === 0) {
+        firstAt = sampledAt = arrival;
+        startedAt = Date.now();
+        cpu = process.cpuUsage();
+        sampler = setInterval(() => sample(performance.now()), interval * 1000);
+        // The FIN can be lost like any datagram: stop on our own a little after the sender must have.
+        giveUp = setTimeout(finish, (duration + 2) * 1000);
+      }
+      lastAt = arrival;
+      const seq = message.readDoubleBE(12);
+      if (seq >= seen.length * 8) {
+        const grown = new Uint8Array(Math.max(seen.length * 2, Math.ceil((seq + 1) / 8)));
+        grown.set(seen);
+        seen = grown;
+      }
+      const byte = seq >>> 3;
+      const bit = 1 << (seq & 7);
+      if (seen[byte]! & bit) {
+        duplicates += 1;
+        return;
+      }
+      seen[byte]! |= bit;
+      received += 1;
+      if (seq < highest) outOfOrder += 1;
+      else highest = seq;
+      // RFC 3550 interarrival jitter, in µs: J += (|D| - J) / 16.
+      const transit = (performance.timeOrigin + arrival) * 1000 - message.readDoubleBE(20);
+      if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
+      lastTransit = transit;
+    });
+    socket.bind({ address: input.address, port: 0 }, () => send({ type: 'ready', port: socket.address().port }));
+  });
+}
+
+async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
+  const { packetSize } = input.params.udp!;
+  const pps = packetRate(input.params);
+  const socket = open(input.address, input.params);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind({ address: input.address, port: 0 }, () => socket.connect(input.peer!.port, input.peer!.address, () => {
+      socket.removeListener('error', reject);
+      resolve();
+    }));
+  });
+  // A closed peer port comes back as ICMP, surfacing as ECONNREFUSED; sends count those below.
+  let asyncError: (Error & { code?: string }) | null = null;
+  socket.on('error', (error) => {
+    asyncError ??= error;
+  });
+  const header = (kind: number, seq: number) => {
+    const packet = Buffer.alloc(Math.max(packetSize, HEADER_BYTES));
+    packet.writeUInt32BE(MAGIC, 0);
+    packet.writeUInt32BE(input.token, 4);
+    packet.writeUInt32BE(kind, 8);
+    packet.writeDoubleBE(seq, 12);
+    packet.writeDoubleBE(nowMicros(), 20);
+    return packet;
+  };
+  const wait = (input.startAt ?? 0) - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const startedAt = Date.now();
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  const total = Math.round(pps * input.params.duration);
+  const endAt = t0 + input.params.duration * 1000;
+  let sent = 0;
+  let pending = 0;
+  let lastSentAt = t0;
+  let failed = 0;
+  let failure: (Error & { code?: string }) | null = null;
+  const done = (error: Error | null) => {
+    pending -= 1;
+    if (error) {
+      failed += 1;
+      failure = error;
+    }
+  };
+  // Each turn sends the datagrams due by now (up to TURN_MAX): the rate holds, the gaps stay short.
+  await new Promise<void>((resolve) => {
+    const turn = () => {
+      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * pps) + 1);
+      // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
+      const limit = Math.min(due, sent + TURN_MAX);
+      while (sent < limit) {
+        if ((sent & 63) === 0 && performance.now() >= endAt) break;
+        if (socket.getSendQueueCount() > MAX_QUEUED) break; // the kernel is behind: wait a turn
+        pending += 1;
+        socket.send(header(DATA, sent), done);
+        sent += 1;
+        lastSentAt = performance.now();
+      }
+      // The run lasts `duration`, as rude's does: a host that falls behind sends fewer, and its
+      // achieved rate says so, rather than stretching the run.
+      if (sent >= total || performance.now() >= endAt) return resolve();
+      // Sleep when the next datagram is far off; spin (setImmediate) when it is close, for precision.
+      const ahead = t0 + (sent / pps) * 1000 - performance.now();
+      if (ahead > 2) setTimeout(turn, ahead - 1);
+      else setImmediate(turn);
+    };
+    turn();
+  });
+  while (pending > 0) await new Promise((r) => setImmediate(r));
+  // A connected UDP socket hears of a closed port (ICMP) as ECONNREFUSED on later sends.
+  if (failure && failed >= sent / 2) throw failure;
+  if (asyncError && sent === 0) throw asyncError;
+  // From the first send() to the last: libuv sends at once when its queue is empty, and the
+  // callbacks (waited for above, for their errors) run late behind this busy loop.
+  const realSeconds = (lastSentAt - t0) / 1000;
+  const cpuUsed = cpuSeconds(cpu);
+  // Several FINs: any one of them ends the receiver; losing all of them only delays it.
+  for (let i = 0; i < 5; i++) {
+    await new Promise<void>((resolve) => socket.send(header(FIN, 0), () => resolve()));
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // After the receiver has its FIN it closes; the ICMP our later FINs draw is expected.
+  if (asyncError && (asyncError as { code?: string }).code !== 'ECONNREFUSED') throw asyncError;
+  const socketBuffers = buffers(socket);
+  socket.close();
+  return {
+    figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
+    intervals: [],
+    startedAt,
+    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: realSeconds > 0 ? sent / realSeconds : 0 },
+    socketBuffers,
+  };
+}
+
+process.once('message', (input: UdpChildInput) => {
+  const send: Send = (message) => process.send?.(message);
+  (input.role === 'receiver' ? receive(input, send) : sendData(input)).then(
+    (result) => {
+      send({ type: 'result', result });
+      process.disconnect?.();
+    },
+    (error: Error & { code?: string }) => {
+      send({ type: 'error', error: { code: error.code === 'ECONNREFUSED' ? 'connect_failed' : 'engine_failed', message: `${input.role}: ${error.message}` } });
+      process.disconnect?.();
+    },
+  );
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { test } from 'node:test';
+import type { EngineOutcome } from '@niclab/agent/engines/engine';
+import { ENGINES } from '@niclab/agent/engines/registry';
+import type { EngineParams } from '@niclab/shared/task';
+
+const engine = ENGINES.builtin!;
+const udp = (pps: number, extra: Partial<EngineParams> = {}): EngineParams => ({
+  protocol: 'udp', test: 'stream', duration: 2, bufferLength: 1200, streams: 1, noDelay: false, interval: 0.5,
+  udp: { packetSize: 1200, rate: { packetsPerSecond: pps } }, ...extra,
+});
+
+async function pair(params: EngineParams, runId: string, beforeSend?: (port: number) => Promise<void>): Promise<[EngineOutcome, EngineOutcome]> {
+  const ids = { jobId: 'udp-test', runId, leg: 0 };
+  const deadline = Date.now() + (params.duration + 10) * 1000;
+  let ready!: (port: number) => void;
+  const port = new Promise<number>((resolve) => (ready = resolve));
+  const receiver = engine.run({ ...ids, role: 'receiver', engine: 'builtin', params, interface: 'lo', deadline }, { signal: new AbortController().signal, address: '127.0.0.1', ready });
+  const peerPort = await port;
+  await beforeSend?.(peerPort);
+  const sender = engine.run({ ...ids, role: 'sender', engine: 'builtin', params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + 100 }, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined });
+  return Promise.all([sender, receiver]);
+}
+
+test('builtin UDP: paced at the requested rate, every datagram counted at both ends', async () => {
+  const [sender, receiver] = await pair(udp(5000), 'udp-rate');
+  assert.equal(sender.error, null, JSON.stringify(sender.error));
+  assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+  assert.equal(sender.udp!.sent, 10_000, '5000 pps for 2 s');
+  assert.ok(Math.abs(sender.udp!.achievedPacketsPerSecond! - 5000) / 5000 < 0.01, `achieved ${sender.udp!.achievedPacketsPerSecond} pps`);
+  assert.ok(receiver.udp!.received! >= 9900 && receiver.udp!.received! <= sender.udp!.sent!, `received ${receiver.udp!.received}`);
+  assert.equal(receiver.udp!.duplicates, 0);
+  assert.ok(receiver.udp!.jitterSeconds! >= 0 && receiver.udp!.jitterSeconds! < 0.01);
+  assert.equal(sender.figures!.calls, 10_000, 'a call is a datagram');
+  assert.equal(sender.figures!.bytes, 10_000 * 1200);
+  assert.equal(receiver.figures!.bytes, receiver.udp!.received! * 1200);
+  assert.ok(receiver.intervals.length >= 3);
+  assert.ok(sender.figures!.cpuSeconds > 0 && receiver.figures!.cpuSeconds > 0);
+});
+
+test('builtin UDP: datagrams that are not of this leg are ignored', async () => {
+  const [, receiver] = await pair(udp(1000, { duration: 1 }), 'udp-stray', async (port) => {
+    const stray = createSocket('udp4');
+    for (let i = 0; i < 50; i++) await new Promise<void>((resolve) => stray.send(Buffer.alloc(1200, 7), port, '127.0.0.1', () => resolve()));
+    stray.close();
+  });
+  assert.ok(receiver.udp!.received! <= 1000, `received ${receiver.udp!.received}: strays were not counted`);
+  assert.equal(receiver.udp!.duplicates, 0);
+});
+
+test('builtin UDP: socketBuffer takes effect; the effective sizes are reported and grow with the request', async () => {
+  const sizes = [8192, 65536, 262144, 1048576];
+  const effective: number[] = [];
+  for (const size of sizes) {
+    const [sender, receiver] = await pair(udp(1000, { duration: 0.5, socketBuffer: size }), `udp-buf-${size}`);
+    assert.ok(sender.socketBuffers && receiver.socketBuffers);
+    // Linux doubles the request for its bookkeeping (and caps it at rmem_max/wmem_max).
+    assert.ok(receiver.socketBuffers!.receiveBytes >= size, `asked ${size}, got ${receiver.socketBuffers!.receiveBytes}`);
+    effective.push(receiver.socketBuffers!.receiveBytes);
+  }
+  assert.deepEqual(effective, [...effective].sort((a, b) => a - b), `monotonic: ${effective.join(', ')}`);
+  assert.ok(effective[0]! < effective.at(-1)!);
+});
+
+test('builtin refuses a TCP socket buffer and too-small UDP datagrams, with reasons', () => {
+  const base = { engine: 'builtin', test: 'stream', duration: 1, bufferLength: 1000, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1, flows: [] } as const;
+  assert.match(engine.canRun({ ...base, protocol: 'tcp', socketBuffer: 65536 } as never).join(), /TCP socket buffer/);
+  assert.match(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 20, rate: { packetsPerSecond: 10 } } } as never).join(), /at least 28/);
+  assert.deepEqual(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 1500, rate: { packetsPerSecond: 10 } }, socketBuffer: 65536 } as never), []);
+});
