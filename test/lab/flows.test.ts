@@ -196,6 +196,23 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     }
   });
 
+  test('an interface that is down is refused at submission, naming the field', async () => {
+    const nsB = t.lab.hosts[1]!.namespace;
+    await command('ip', ['-n', nsB, 'link', 'set', 'eth1', 'down']);
+    try {
+      await waitFor('agent B to report eth1 down', async () => {
+        const { body } = await t.client.call('getAgent', 'GET', '/v1/agents/B');
+        return body.interfaces.find((i: { name: string }) => i.name === 'eth1')?.operstate === 'down';
+      });
+      const res = await t.client.submit({ engine: 'builtin', duration: 1, flows: [flow('A', 'B')] });
+      assert.equal(res.status, 422);
+      assert.equal(res.body.errors[0].field, 'body.flows[0].to.interface');
+      assert.match(res.body.errors[0].message, /eth1.*B.*down/);
+    } finally {
+      await command('ip', ['-n', nsB, 'link', 'set', 'eth1', 'up']);
+    }
+  });
+
   test('a flow whose named source interface does not carry its traffic has pathVerified false', async () => {
     // A gets eth2 (one end of a veth pair that stays inside A) with its own address; traffic
     // from that address to D still leaves through eth1 (routing goes by destination), so eth2

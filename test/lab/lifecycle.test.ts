@@ -40,9 +40,19 @@ describe('lab lifecycle', { skip: NOT_ROOT }, () => {
     }
   });
 
-  test('lab up refuses a bad rate, a bad name and a name already in use', async () => {
+  test('lab up refuses a bad rate, a bad name and a name already in use; another name can live beside it', async () => {
     const t = await startTestLab(1, 'none');
     try {
+      const other = spawnNiclab(['lab', 'up', '--hosts', '2', '--rate', 'none', '--name', `${t.lab.name}b`, '--agent-prefix', 'o'], t.env);
+      assert.equal(await other.exited, 0, other.output());
+      assert.match(other.output(), new RegExp(`lab ${t.lab.name}b is up`));
+      assert.ok((await namespaces()).includes(`${t.lab.name}b-B`) && (await namespaces()).includes(t.lab.hosts[0]!.namespace), 'both labs exist at once');
+      await waitFor('agents of the second lab', async () => (await t.client.call('getAgent', 'GET', '/v1/agents/oB')).body.online);
+      const down = spawnNiclab(['lab', 'down', '--name', `${t.lab.name}b`], t.env);
+      assert.equal(await down.exited, 0, down.output());
+      assert.ok(!(await namespaces()).some((ns) => ns.startsWith(`${t.lab.name}b-`)));
+      assert.ok((await namespaces()).includes(t.lab.hosts[0]!.namespace), 'the first lab is untouched');
+
       for (const [args, message] of [
         [['--rate', 'fast'], /not a rate/],
         [['--rate', 'Z=1gbit'], /does not name one of the hosts/],

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Redis } from 'ioredis';
+import { Keys } from '@niclab/shared/keys';
+import { Leases } from '@niclab/shared/leases';
+import { createRedis } from '@niclab/shared/redis';
+import { startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+
+let server: TestRedis;
+let redis: Redis;
+const D = { agent: 'D', interface: 'eth1' };
+const A = { agent: 'A', interface: 'eth1' };
+
+before(async () => {
+  server = await startTestRedis();
+  redis = createRedis(server.url);
+});
+after(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+
+test('a run takes all its interfaces or none, and says who holds the one it waits for', async () => {
+  const leases = new Leases(redis, new Keys(uniquePrefix()));
+  assert.equal(await leases.acquire('run-1', [A, D]), null);
+  const blocked = await leases.acquire('run-2', [{ agent: 'B', interface: 'eth1' }, D]);
+  assert.deepEqual(blocked, { target: D, heldBy: 'run-1' });
+  // All or nothing: run-2 did not keep B while it waited for D.
+  assert.equal(await leases.acquire('run-3', [{ agent: 'B', interface: 'eth1' }]), null);
+  assert.equal(await leases.release('run-1', [A, D]), 2);
+  assert.equal(await leases.acquire('run-2', [D]), null);
+});
+
+test('the same interface named twice in one run (both ends on lo) is one lease', async () => {
+  const leases = new Leases(redis, new Keys(uniquePrefix()));
+  const lo = { agent: 'local', interface: 'lo' };
+  assert.equal(await leases.acquire('run-1', [lo, lo]), null);
+  assert.equal(await leases.renew('run-1', [lo, lo]), 1);
+});
+
+test('a lease expires when its holder stops renewing, and the stale holder can neither renew nor release the new one', async () => {
+  const leases = new Leases(redis, new Keys(uniquePrefix()), 300);
+  assert.equal(await leases.acquire('stale', [D]), null);
+  assert.ok(await leases.acquire('fresh', [D]), 'held while the TTL runs');
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(await leases.acquire('fresh', [D]), null, 'expired: the next run takes it');
+  assert.equal(await leases.renew('stale', [D]), 0);
+  assert.equal(await leases.release('stale', [D]), 0);
+  assert.deepEqual(await leases.acquire('third', [D]), { target: D, heldBy: 'fresh' });
+});
