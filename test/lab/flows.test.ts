@@ -224,7 +224,10 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     await command('ip', ['-n', nsA, 'addr', 'add', '198.19.255.1/32', 'dev', 'eth2']);
     await command('ip', ['-n', nsA, 'link', 'set', 'eth2', 'up']);
     await command('ip', ['-n', nsD, 'route', 'add', '198.19.255.1/32', 'via', '198.18.0.1']);
-    await waitFor('agent A to report eth2', async () => (await t.client.call('getAgent', 'GET', '/v1/agents/A')).body.interfaces.some((i: { name: string }) => i.name === 'eth2'));
+    await waitFor('agent A to report eth2 with its address', async () => {
+      const { body } = await t.client.call('getAgent', 'GET', '/v1/agents/A');
+      return body.interfaces.some((i: { name: string; addresses: { address: string }[] }) => i.name === 'eth2' && i.addresses.some((a) => a.address === '198.19.255.1'));
+    });
     const job = await run({ duration: 2, flows: [{ from: { agent: 'A', interface: 'eth2' }, to: { agent: 'D', interface: 'eth1' } }] });
     const [f] = job.runs[0].flows;
     assert.ok(f.receiver.bytes > 0, 'the traffic did arrive');

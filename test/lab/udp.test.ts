@@ -31,7 +31,7 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     // is what was really sent in the run's 5 s (not a stretched run that claims the target).
     const reached = Math.abs(udp.achievedPacketsPerSecond - 70_000) / 70_000 <= 0.01;
     if (!reached) ctx.diagnostic(`this host could not reach 70,000 pps: achieved ${udp.achievedPacketsPerSecond.toFixed(0)}`);
-    assert.ok(f.sender.realSeconds <= 5.05, `the run lasted ${f.sender.realSeconds} s`);
+    assert.ok(f.sender.realSeconds <= 5.05, `the run lasted ${f.sender.realSeconds} s (5 s and at most 20 ms of grace)`);
     assert.ok(Math.abs(udp.achievedPacketsPerSecond - udp.sent / f.sender.realSeconds) < 1, 'achieved = sent / seconds');
     if (!reached) assert.ok(udp.sent < 350_000 * 0.99);
     assert.equal(f.pathVerified, true);
