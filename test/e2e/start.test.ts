@@ -7,10 +7,10 @@ import { ApiClient } from '../helpers/api-client.js';
 import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 
-test('niclab start runs API, agent "local" and a private Redis, and SIGTERM stops all of them', async () => {
+test('niclab start runs API, agent "local" and a private Redis, and Ctrl-C stops all of them in order', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'niclab-start-'));
   const port = await freePort();
-  const niclab = spawnNiclab(['start'], { NICLAB_PORT: String(port), NICLAB_DATA_DIR: dir });
+  const niclab = spawnNiclab(['start'], { NICLAB_PORT: String(port), NICLAB_DATA_DIR: dir }, { group: true });
   try {
     const client = new ApiClient(`http://127.0.0.1:${port}`);
     await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`)).ok, 20_000);
@@ -22,10 +22,14 @@ test('niclab start runs API, agent "local" and a private Redis, and SIGTERM stop
     const redisPids = childPids(niclab.pid);
     assert.equal(redisPids.length, 1, 'one child: the private redis-server');
 
-    assert.equal(await niclab.stop('SIGTERM'), 0, niclab.output());
+    // A terminal's Ctrl-C: SIGINT to every process of the foreground group.
+    process.kill(-niclab.pid, 'SIGINT');
+    assert.equal(await niclab.exited, 0, niclab.output());
     await waitFor('the private redis-server to exit', () => redisPids.every((pid) => !isAlive(pid)), 5000);
     assert.match(niclab.output(), /started a private redis-server/);
     assert.doesNotMatch(niclab.output(), /shutdown step failed/, 'every part stopped in order');
+    // Nothing lost Redis while still stopping (Redis must not get the terminal's SIGINT too).
+    assert.doesNotMatch(niclab.output(), /"level":50/, 'no errors while shutting down');
     assert.match(niclab.output(), /"msg":"stopped"/);
   } finally {
     await niclab.stop('SIGKILL');

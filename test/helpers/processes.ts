@@ -13,11 +13,16 @@ export interface NiclabProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Starts the compiled `niclab` command as a real process (npm test builds it first). */
-export function spawnNiclab(args: string[], env: Record<string, string>): NiclabProcess {
+/**
+ * Starts the compiled `niclab` command as a real process (npm test builds it first).
+ * `group`: in a process group of its own, as a shell's foreground job is, so a test can
+ * signal the whole group the way a terminal's Ctrl-C does.
+ */
+export function spawnNiclab(args: string[], env: Record<string, string>, options: { group?: boolean } = {}): NiclabProcess {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NICLAB_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group ?? false,
   });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));

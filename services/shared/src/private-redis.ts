@@ -31,7 +31,9 @@ export async function startPrivateRedis(
     '--appendonly', options.appendonly === false ? 'no' : 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--loglevel', 'warning',
   ];
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Its own process group: a terminal's Ctrl-C reaches the whole foreground group, and Redis
+  // must outlive the orderly shutdown that needs it; its owner stops it last.
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
