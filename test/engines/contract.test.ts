@@ -102,3 +102,9 @@ test('builtin: the sender writes exactly bufferLength per call, and every byte s
   assert.equal(sender.figures!.bytes, sender.figures!.calls! * 1000);
   assert.equal(receiver.figures!.bytes, sender.figures!.bytes);
 });
+
+test('importing the engines runs no engine process code in the importer (the agent)', () => {
+  // The child programs exit when their IPC channel closes; in the agent that would be fatal.
+  assert.equal(process.listenerCount('disconnect'), 0);
+  assert.equal(process.listenerCount('message'), 0);
+});

@@ -3,7 +3,8 @@ import type { JobSpec } from '@niclab/shared/contract';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
-import { HEADER_BYTES, type UdpChildInput, type UdpChildResult } from './udp-child.js';
+import type { UdpChildInput, UdpChildResult } from './udp-child.js';
+import { HEADER_BYTES } from './udp-format.js';
 
 const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child') };
 

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { endFigures } from '@niclab/shared/figures';
 import type { EndFigures, Interval } from '@niclab/shared/contract';
 import type { EngineParams } from '@niclab/shared/task';
+import { cpuSeconds, serveChild, type Send } from './child-main.js';
 
 export interface TcpChildInput {
   role: 'sender' | 'receiver';
@@ -25,12 +26,6 @@ export interface TcpChildResult {
   startedAt: number;
 }
 
-type Send = (message: unknown) => void;
-
-const cpuSeconds = (since: NodeJS.CpuUsage) => {
-  const used = process.cpuUsage(since);
-  return (used.user + used.system) / 1e6;
-};
 
 function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
   const { streams, noDelay, interval } = input.params;
@@ -149,19 +144,4 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], startedAt };
 }
 
-process.once('message', (input: TcpChildInput) => {
-  const send: Send = (message) => process.send?.(message);
-  (input.role === 'receiver' ? receive(input, send) : sendData(input)).then(
-    (result) => {
-      send({ type: 'result', result });
-      process.disconnect?.();
-    },
-    (error: Error & { code?: string }) => {
-      const code = error.code === 'ECONNREFUSED' || error.code === 'EHOSTUNREACH' || error.code === 'ETIMEDOUT' ? 'connect_failed' : error.code === 'no_data' ? 'no_data' : 'engine_failed';
-      send({ type: 'error', error: { code, message: `${input.role}: ${error.message}` } });
-      process.disconnect?.();
-    },
-  );
-});
-// The agent died or let go of us: never outlive the run.
-process.on('disconnect', () => process.exit(0));
+serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));

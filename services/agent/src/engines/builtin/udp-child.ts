@@ -9,6 +9,8 @@ import { performance } from 'node:perf_hooks';
 import type { EndFigures, Interval } from '@niclab/shared/contract';
 import { endFigures } from '@niclab/shared/figures';
 import type { EndUdp, EngineParams } from '@niclab/shared/task';
+import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { DATA, FIN, HEADER_BYTES, MAGIC, packetRate } from './udp-format.js';
 
 export interface UdpChildInput {
   role: 'sender' | 'receiver';
@@ -28,13 +30,6 @@ export interface UdpChildResult {
   socketBuffers: { sendBytes: number; receiveBytes: number };
 }
 
-type Send = (message: unknown) => void;
-
-const MAGIC = 0x4e49434c; // "NICL"
-const DATA = 0;
-const FIN = 1;
-/** magic, token, kind, sequence, send time (µs since the epoch). */
-export const HEADER_BYTES = 4 + 4 + 4 + 8 + 8;
 /** A sender whose kernel queue holds this many datagrams is ahead of what the host can send. */
 const MAX_QUEUED = 2048;
 /** How late a sender may still send the datagrams that were due before the end of the run. */
@@ -42,16 +37,7 @@ const END_GRACE_MS = 20;
 /** At most this many datagrams are sent in one turn of the event loop. */
 const TURN_MAX = 256;
 
-const cpuSeconds = (since: NodeJS.CpuUsage) => {
-  const used = process.cpuUsage(since);
-  return (used.user + used.system) / 1e6;
-};
 const nowMicros = () => (performance.timeOrigin + performance.now()) * 1000;
-
-export function packetRate(params: EngineParams): number {
-  const { packetSize, rate } = params.udp!;
-  return 'packetsPerSecond' in rate ? rate.packetsPerSecond : rate.bitsPerSecond / (packetSize * 8);
-}
 
 function open(address: string, params: EngineParams): Socket {
   return createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4', ...(params.socketBuffer ? { recvBufferSize: params.socketBuffer, sendBufferSize: params.socketBuffer } : {}) });
@@ -238,17 +224,4 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   };
 }
 
-process.once('message', (input: UdpChildInput) => {
-  const send: Send = (message) => process.send?.(message);
-  (input.role === 'receiver' ? receive(input, send) : sendData(input)).then(
-    (result) => {
-      send({ type: 'result', result });
-      process.disconnect?.();
-    },
-    (error: Error & { code?: string }) => {
-      send({ type: 'error', error: { code: error.code === 'ECONNREFUSED' ? 'connect_failed' : 'engine_failed', message: `${input.role}: ${error.message}` } });
-      process.disconnect?.();
-    },
-  );
-});
-process.on('disconnect', () => process.exit(0));
+serveChild<UdpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));
