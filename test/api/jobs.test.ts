@@ -3,8 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import request from 'supertest';
 import { assertResponse } from '../helpers/contract.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { startStack, testConfig, type Stack } from '../helpers/stack.js';
+import { AgentService } from '@niclab/agent/agent';
+import { createApp } from '@niclab/api/app';
+import { createApiServices } from '@niclab/api/services';
+import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';
 
 const AGENT = 'api-agent';
 const lo = { agent: AGENT, interface: 'lo' };
@@ -208,8 +211,6 @@ describe('agents', () => {
   });
 
   test('a stopped agent shows offline at once, and jobs naming it are refused', async () => {
-    const { AgentService } = await import('@niclab/agent/agent');
-    const { silentLog } = await import('../helpers/stack.js');
     const agent = new AgentService({ ...stack.config, agentId: 'leaving' }, silentLog);
     await agent.start();
     assert.equal((await request(stack.app).get('/v1/agents/leaving')).body.online, true);
@@ -231,10 +232,6 @@ describe('health, docs and errors', () => {
   });
 
   test('/readyz is 503 when Redis is unreachable, /healthz stays 200', async () => {
-    const { createApiServices } = await import('@niclab/api/services');
-    const { createApp } = await import('@niclab/api/app');
-    const { freePort } = await import('../helpers/redis.js');
-    const { silentLog } = await import('../helpers/stack.js');
     const services = createApiServices({ ...stack.config, redisUrl: `redis://127.0.0.1:${await freePort()}` }, silentLog);
     services.redis.on('error', () => undefined);
     const app = createApp(services);

@@ -38,10 +38,7 @@ after(async () => {
 });
 
 test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command and version', async () => {
-  const submitted = await client.submit({ engine: 'iperf3', duration: 2, interval: 0.5, streams: 2, socketBuffer: 262144, flows: [{ from: lo('tools'), to: lo('tools') }] });
-  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-  const { job } = await client.finish(submitted.body.id);
-  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const job = await client.succeed({ engine: 'iperf3', duration: 2, interval: 0.5, streams: 2, socketBuffer: 262144, flows: [{ from: lo('tools'), to: lo('tools') }] });
   const [f] = job.runs[0].flows;
   assert.ok(f.sender.bytes > 0);
   assert.equal(f.receiver.bytes, f.sender.bytes);
@@ -58,14 +55,11 @@ test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command a
 });
 
 test('iperf3 UDP at a packet rate: sent, received, lost and jitter', async () => {
-  const submitted = await client.submit({
+  const job = await client.succeed({
     engine: 'iperf3', protocol: 'udp', duration: 2, interval: 1,
     udp: { packetSize: 1200, rate: { packetsPerSecond: 2000 } },
     flows: [{ from: lo('tools'), to: lo('tools') }],
   });
-  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-  const { job } = await client.finish(submitted.body.id);
-  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
   const [f] = job.runs[0].flows;
   assert.ok(f.udp, 'UDP figures');
   assert.ok(Math.abs(f.udp.sent - 4000) / 4000 < 0.05, `sent ${f.udp.sent} of 2000 pps x 2 s`);

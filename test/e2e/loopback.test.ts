@@ -95,10 +95,7 @@ test('a job whose receiver agent is gone fails with peer_unavailable within its 
 });
 
 test('builtin UDP at a constant packet rate through the API: sent = received + lost, achieved rate reported', async () => {
-  const submitted = await client.submit({ engine: 'builtin', protocol: 'udp', duration: 2, udp: { packetSize: 1000, rate: { bitsPerSecond: 8_000_000 } }, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
-  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-  const { job } = await client.finish(submitted.body.id);
-  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const job = await client.succeed({ engine: 'builtin', protocol: 'udp', duration: 2, udp: { packetSize: 1000, rate: { bitsPerSecond: 8_000_000 } }, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
   const { udp, sender, receiver } = job.runs[0].flows[0];
   assert.equal(udp.targetPacketsPerSecond, 1000, '8 Mbit/s of 1000-byte datagrams');
   assert.equal(udp.sent, 2000);

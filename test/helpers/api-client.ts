@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { assertResponse } from './contract.js';
 
 /** A tiny client for a running API process; every response is checked against openapi.yaml. */
@@ -22,6 +23,15 @@ export class ApiClient {
 
   submit(spec: unknown) {
     return this.call('createJob', 'POST', '/v1/jobs', spec);
+  }
+
+  /** Submits a job that must be accepted and succeed; returns the finished job. */
+  async succeed(spec: unknown, timeoutMs = 30_000): Promise<any> {
+    const submitted = await this.submit(spec);
+    assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+    const { job } = await this.finish(submitted.body.id, timeoutMs);
+    assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+    return job;
   }
 
   /** Polls until the job is finished; returns it and every status seen on the way. */

@@ -13,13 +13,7 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     await t?.close();
   });
 
-  async function run(spec: Record<string, unknown>) {
-    const submitted = await t.client.submit({ engine: 'builtin', protocol: 'udp', ...spec });
-    assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-    const { job } = await t.client.finish(submitted.body.id, 60_000);
-    assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
-    return job.runs[0].flows[0];
-  }
+  const run = async (spec: Record<string, unknown>) => (await t.client.succeed({ engine: 'builtin', protocol: 'udp', ...spec }, 60_000)).runs[0].flows[0];
 
   test('1500-byte datagrams at 70,000 pps for 5 s on an unshaped link: received >= 99%, and the achieved rate is the truth', async (ctx) => {
     const f = await run({ duration: 5, socketBuffer: 4194304, udp: { packetSize: 1500, rate: { packetsPerSecond: 70_000 } }, flows: [flow('A', 'B')] });

@@ -23,32 +23,36 @@ function int(text: string | null): number | null {
 export async function readInterfaces(): Promise<AgentInterface[]> {
   const names = (await readdir(SYS)).filter(isInterfaceName).sort();
   const addresses = networkInterfaces();
-  return Promise.all(
-    names.map(async (name): Promise<AgentInterface> => {
-      const dir = `${SYS}/${name}`;
-      const [mac, mtu, speed, operstate, driverLink] = await Promise.all([
-        read(`${dir}/address`),
-        read(`${dir}/mtu`),
-        read(`${dir}/speed`),
-        read(`${dir}/operstate`),
-        readlink(`${dir}/device/driver`).catch(() => null),
-      ]);
-      const mbps = int(speed);
-      return {
-        name,
-        mac,
-        mtu: int(mtu),
-        speedBitsPerSecond: mbps !== null && mbps > 0 ? mbps * 1_000_000 : null,
-        operstate: operstate ?? 'unknown',
-        driver: driverLink ? basename(driverLink) : null,
-        addresses: (addresses[name] ?? []).map((a) => ({
-          family: a.family,
-          address: a.address,
-          prefixLength: Number(a.cidr?.split('/')[1] ?? (a.family === 'IPv4' ? 32 : 128)),
-        })),
-      };
-    }),
-  );
+  const found = await Promise.all(names.map((name) => readInterface(name, addresses)));
+  return found.filter((iface): iface is AgentInterface => iface !== null);
+}
+
+/** One interface, or null when the host has none of that name. */
+export async function readInterface(name: string, addresses = networkInterfaces()): Promise<AgentInterface | null> {
+  if (!isInterfaceName(name)) return null;
+  const dir = `${SYS}/${name}`;
+  const [mac, mtu, speed, operstate, driverLink] = await Promise.all([
+    read(`${dir}/address`),
+    read(`${dir}/mtu`),
+    read(`${dir}/speed`),
+    read(`${dir}/operstate`),
+    readlink(`${dir}/device/driver`).catch(() => null),
+  ]);
+  if (operstate === null) return null; // no such interface (or it vanished while we looked)
+  const mbps = int(speed);
+  return {
+    name,
+    mac,
+    mtu: int(mtu),
+    speedBitsPerSecond: mbps !== null && mbps > 0 ? mbps * 1_000_000 : null,
+    operstate,
+    driver: driverLink ? basename(driverLink) : null,
+    addresses: (addresses[name] ?? []).map((a) => ({
+      family: a.family,
+      address: a.address,
+      prefixLength: Number(a.cidr?.split('/')[1] ?? (a.family === 'IPv4' ? 32 : 128)),
+    })),
+  };
 }
 
 /** The address a test binds to on this interface: IPv4 first, then a global IPv6 address. */

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import type { AgentInterface, EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
+import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { isInterfaceName } from '@niclab/shared/names';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { engineFor } from './engines/registry.js';
-import { bindAddress, counterDelta, isUsable, readCounters, readInterfaces } from './interfaces.js';
+import { bindAddress, counterDelta, isUsable, readCounters, readInterface } from './interfaces.js';
 
 /** Replies live long enough for a coordinator to read them, then expire. */
 const REPLY_TTL_SECONDS = 3600;
@@ -26,7 +26,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const log = deps.log.child({ jobId: task.jobId, runId: task.runId, leg: task.leg, role: task.role, interface: task.interface });
   const diagnostics: EndDiagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null, command: [] };
   const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
-    const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, startedAt: null, ...rest };
+    const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, ...rest };
     await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
     log.info({ outcome: error ? error.code : 'ok', bitsPerSecond: full.figures?.realBitsPerSecond }, 'task finished');
     return full;
@@ -37,7 +37,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   if (!isInterfaceName(task.interface)) return report({ code: 'invalid_task', message: 'the interface name is not valid' });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
   if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  const iface: AgentInterface | undefined = (await readInterfaces()).find((i) => i.name === task.interface);
+  const iface = await readInterface(task.interface);
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
   if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });
   const address = bindAddress(iface);
@@ -60,5 +60,5 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   diagnostics.command = outcome.command;
   if (outcome.engineVersion) diagnostics.engineVersion = outcome.engineVersion;
   if (outcome.socketBuffers) diagnostics.socketBuffers = outcome.socketBuffers;
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, startedAt: outcome.startedAt, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null });
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null });
 }

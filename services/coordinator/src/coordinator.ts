@@ -207,9 +207,10 @@ export class Coordinator {
     };
     const blocking = this.redis.duplicate();
     let failure: ErrorInfo | null = null;
+    const leaseCount = this.leases.distinct(targets).length;
     const renew = setInterval(() => {
       this.leases.renew(run.id, targets).then(
-        (held) => held < new Set(targets.map((t) => `${t.agent}:${t.interface}`)).size && log.warn({ held }, 'lost an interface lease'),
+        (held) => held < leaseCount && log.warn({ held, of: leaseCount }, 'lost an interface lease'),
         (error: unknown) => log.warn({ err: error }, 'lease renewal failed'),
       );
     }, this.leases.ttlMs / 3);

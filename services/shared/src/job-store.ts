@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { ErrorInfo, Job, JobPage, JobSpec, JobStatus, Run } from './contract.js';
 import type { Keys } from './keys.js';
+import { defineScript, type Script } from './redis.js';
 
 /**
  * Moves a job between statuses atomically, keeping the per-status indexes in step.
@@ -21,8 +22,6 @@ end
 return 1
 `;
 
-type Transition = (jobKey: string, indexKey: string, from: string, to: string, ...fields: string[]) => Promise<number>;
-
 export interface JobPatch {
   startedAt?: string;
   finishedAt?: string;
@@ -32,14 +31,10 @@ export interface JobPatch {
 
 /** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
 export class JobStore {
-  private readonly transitionScript: Transition;
+  private readonly transitionScript: Script;
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {
-    if (!(redis as unknown as { niclabTransition?: Transition }).niclabTransition) {
-      redis.defineCommand('niclabTransition', { numberOfKeys: 2, lua: TRANSITION });
-    }
-    const command = (redis as unknown as { niclabTransition: Transition }).niclabTransition;
-    this.transitionScript = command.bind(redis);
+    this.transitionScript = defineScript(redis, 'niclabTransition', TRANSITION);
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, now = new Date()): Promise<Job> {
@@ -86,7 +81,7 @@ export class JobStore {
       if (value === undefined) continue;
       fields.push(key, key === 'error' ? (value === null ? '' : JSON.stringify(value)) : String(value));
     }
-    return (await this.transitionScript(this.keys.job(id), this.keys.jobIndex(), from.join(','), to, ...fields)) === 1;
+    return (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
   }
 
   /** What the job waits for (interfaces others hold), or null when it waits for nothing. */

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.js';
+import { defineScript, type Script } from './redis.js';
 
 /** Takes every key or none: free keys, or keys this holder already has, are (re)set with the TTL. */
 const ACQUIRE = `
@@ -33,8 +34,6 @@ export interface LeaseTarget {
   interface: string;
 }
 
-type Script = (numberOfKeys: number, ...args: (string | number)[]) => Promise<number>;
-
 /**
  * Interface leases: a run holds one on every (agent, interface) it touches, so runs that share
  * an interface never overlap. Leases carry a TTL that the holder renews; a holder that dies
@@ -46,26 +45,24 @@ export class Leases {
   private readonly releaseScript: Script;
 
   constructor(private readonly redis: Redis, private readonly keys: Keys, readonly ttlMs = 15_000) {
-    const r = redis as unknown as Record<string, Script>;
-    if (!r.niclabLeaseAcquire) {
-      redis.defineCommand('niclabLeaseAcquire', { lua: ACQUIRE });
-      redis.defineCommand('niclabLeaseRenew', { lua: RENEW });
-      redis.defineCommand('niclabLeaseRelease', { lua: RELEASE });
-    }
-    this.acquireScript = r.niclabLeaseAcquire!.bind(redis);
-    this.renewScript = r.niclabLeaseRenew!.bind(redis);
-    this.releaseScript = r.niclabLeaseRelease!.bind(redis);
+    this.acquireScript = defineScript(redis, 'niclabLeaseAcquire', ACQUIRE);
+    this.renewScript = defineScript(redis, 'niclabLeaseRenew', RENEW);
+    this.releaseScript = defineScript(redis, 'niclabLeaseRelease', RELEASE);
   }
 
-  private keyList(targets: LeaseTarget[]): { keys: string[]; unique: LeaseTarget[] } {
-    const unique = [...new Map(targets.map((t) => [`${t.agent}\u0000${t.interface}`, t])).values()];
-    return { keys: unique.map((t) => this.keys.lease(t.agent, t.interface)), unique };
+  /** The targets without repeats: an interface named twice in a run (both ends on lo) is one lease. */
+  distinct(targets: LeaseTarget[]): LeaseTarget[] {
+    return [...new Map(targets.map((t) => [`${t.agent}\u0000${t.interface}`, t])).values()];
+  }
+
+  private keyList(targets: LeaseTarget[]): string[] {
+    return this.distinct(targets).map((t) => this.keys.lease(t.agent, t.interface));
   }
 
   /** All or nothing. Returns null when held, else the first target someone else holds and who. */
   async acquire(holder: string, targets: LeaseTarget[]): Promise<{ target: LeaseTarget; heldBy: string | null } | null> {
-    const { keys, unique } = this.keyList(targets);
-    const blocked = await this.acquireScript(keys.length, ...keys, holder, this.ttlMs);
+    const unique = this.distinct(targets);
+    const blocked = await this.acquireScript(this.keyList(unique), holder, this.ttlMs);
     if (blocked === 0) return null;
     const target = unique[blocked - 1]!;
     return { target, heldBy: await this.redis.get(this.keys.lease(target.agent, target.interface)) };
@@ -73,12 +70,10 @@ export class Leases {
 
   /** How many of the targets this holder still holds after extending them. */
   async renew(holder: string, targets: LeaseTarget[]): Promise<number> {
-    const { keys } = this.keyList(targets);
-    return this.renewScript(keys.length, ...keys, holder, this.ttlMs);
+    return this.renewScript(this.keyList(targets), holder, this.ttlMs);
   }
 
   async release(holder: string, targets: LeaseTarget[]): Promise<number> {
-    const { keys } = this.keyList(targets);
-    return this.releaseScript(keys.length, ...keys, holder);
+    return this.releaseScript(this.keyList(targets), holder);
   }
 }

@@ -5,10 +5,6 @@
 export const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 export const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$/;
 
-export function isAgentId(value: unknown): value is string {
-  return typeof value === 'string' && AGENT_ID.test(value);
-}
-
 export function isInterfaceName(value: unknown): value is string {
   return typeof value === 'string' && INTERFACE_NAME.test(value) && value !== '.' && value !== '..';
 }

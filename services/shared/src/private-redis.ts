@@ -6,8 +6,6 @@ import { createRedis } from './redis.js';
 export interface PrivateRedis {
   /** unix:///… URL of its socket. */
   url: string;
-  /** redis://127.0.0.1:PORT when started with a TCP port. */
-  tcpUrl: string | undefined;
   pid: number;
   process: ChildProcess;
   stop(): Promise<void>;
@@ -90,5 +88,5 @@ export async function startPrivateRedis(
       clearTimeout(timer);
     }
   };
-  return { url, tcpUrl: options.port ? `redis://127.0.0.1:${options.port}` : undefined, pid: child.pid!, process: child, stop };
+  return { url, pid: child.pid!, process: child, stop };
 }

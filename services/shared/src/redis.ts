@@ -24,3 +24,12 @@ function connect(url: string, options: { blocking?: boolean; name?: string }): R
   }
   return new Redis(url, common);
 }
+
+export type Script = (keys: string[], ...args: (string | number)[]) => Promise<number>;
+
+/** A Lua script as a function of its keys and arguments, registered once per connection (EVALSHA). */
+export function defineScript(redis: Redis, name: string, lua: string): Script {
+  const commands = redis as unknown as Record<string, (...args: (string | number)[]) => Promise<number>>;
+  if (!commands[name]) redis.defineCommand(name, { lua });
+  return (keys, ...args) => commands[name]!.call(redis, keys.length, ...keys, ...args);
+}

@@ -58,8 +58,6 @@ export interface EndReport {
   nic: NicDelta | null;
   error: ErrorInfo | null;
   diagnostics: EndDiagnostics;
-  /** Epoch ms when this end's engine started moving data (sender) or saw the first byte (receiver). */
-  startedAt: number | null;
   retransmits?: number | null;
   udp?: EndUdp | null;
 }

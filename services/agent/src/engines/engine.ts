@@ -22,8 +22,6 @@ export interface EngineOutcome {
   /** The exact argument vector of the engine process, for diagnostics. */
   command: string[];
   port: number | null;
-  /** Epoch ms of the first byte moved at this end. */
-  startedAt: number | null;
   /** TCP retransmits seen by a sender, where the engine can read them. */
   retransmits?: number | null;
   /** This end's UDP counts. */

@@ -50,7 +50,6 @@ export const builtinEngine: Engine = {
       error: outcome.error,
       command: outcome.argv,
       port,
-      startedAt: outcome.result?.startedAt ?? null,
       udp: outcome.result?.udp ?? null,
       socketBuffers: outcome.result?.socketBuffers,
     };

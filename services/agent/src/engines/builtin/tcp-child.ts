@@ -9,6 +9,7 @@ import { endFigures } from '@niclab/shared/figures';
 import type { EndFigures, Interval } from '@niclab/shared/contract';
 import type { EngineParams } from '@niclab/shared/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { IntervalSampler } from './interval-sampler.js';
 
 export interface TcpChildInput {
   role: 'sender' | 'receiver';
@@ -23,7 +24,6 @@ export interface TcpChildInput {
 export interface TcpChildResult {
   figures: EndFigures;
   intervals: Interval[];
-  startedAt: number;
 }
 
 
@@ -36,29 +36,17 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
     let accepted = 0;
     let firstAt = 0;
     let lastAt = 0;
-    let startedAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
-    let sampledBytes = 0;
-    let sampledAt = 0;
-    let sampler: NodeJS.Timeout | undefined;
-    const intervals: Interval[] = [];
-    const sample = (now: number) => {
-      const seconds = (now - sampledAt) / 1000;
-      if (seconds <= 0.001) return;
-      intervals.push({ start: (sampledAt - firstAt) / 1000, end: (now - firstAt) / 1000, bitsPerSecond: ((bytes - sampledBytes) * 8) / seconds });
-      sampledBytes = bytes;
-      sampledAt = now;
-    };
+    const sampler = new IntervalSampler(interval, () => bytes);
     const server = createServer({ noDelay }, (socket: Socket) => {
       accepted += 1;
       // Exactly `streams` connections belong to this flow; stop listening once they are here.
       if (accepted >= streams) server.close();
       socket.on('data', (chunk: Buffer) => {
         if (firstAt === 0) {
-          firstAt = sampledAt = performance.now();
-          startedAt = Date.now();
+          firstAt = performance.now();
           cpu = process.cpuUsage();
-          sampler = setInterval(() => sample(performance.now()), interval * 1000);
+          sampler.start(firstAt);
         }
         bytes += chunk.length;
         calls += 1;
@@ -71,14 +59,12 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
       socket.on('close', () => {
         closed += 1;
         if (closed < streams) return;
-        clearInterval(sampler);
+        const intervals = sampler.finish(lastAt);
         if (firstAt === 0) {
           reject(Object.assign(new Error('the sender closed without sending any data'), { code: 'no_data' }));
           return;
         }
-        // A trailing sliver of an interval says nothing about throughput; the totals still count it.
-        if (lastAt - sampledAt >= interval * 100) sample(lastAt);
-        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, startedAt });
+        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals });
       });
     });
     server.on('error', reject);
@@ -134,14 +120,13 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   const buffer = Buffer.alloc(bufferLength, 0x5a);
   let calls = 0;
-  const startedAt = Date.now();
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const endAt = t0 + duration * 1000;
   await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
   const realSeconds = (performance.now() - t0) / 1000;
   // Every write the socket accepted reached the kernel before 'close'; bytes are what we handed over.
-  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], startedAt };
+  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [] };
 }
 
 serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));

@@ -10,6 +10,7 @@ import type { EndFigures, Interval } from '@niclab/shared/contract';
 import { endFigures } from '@niclab/shared/figures';
 import type { EndUdp, EngineParams } from '@niclab/shared/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { IntervalSampler } from './interval-sampler.js';
 import { DATA, FIN, HEADER_BYTES, MAGIC, packetRate } from './udp-format.js';
 
 export interface UdpChildInput {
@@ -25,7 +26,6 @@ export interface UdpChildInput {
 export interface UdpChildResult {
   figures: EndFigures;
   intervals: Interval[];
-  startedAt: number;
   udp: EndUdp & { targetPacketsPerSecond?: number; achievedPacketsPerSecond?: number };
   socketBuffers: { sendBytes: number; receiveBytes: number };
 }
@@ -61,31 +61,17 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let lastTransit: number | null = null;
     let firstAt = 0;
     let lastAt = 0;
-    let startedAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
-    let sampled = 0;
-    let sampledAt = 0;
-    let sampler: NodeJS.Timeout | undefined;
     let giveUp: NodeJS.Timeout | undefined;
-    const intervals: Interval[] = [];
-    const sample = (now: number) => {
-      const seconds = (now - sampledAt) / 1000;
-      if (seconds <= 0.001) return;
-      intervals.push({ start: (sampledAt - firstAt) / 1000, end: (now - firstAt) / 1000, bitsPerSecond: ((received - sampled) * packetSize * 8) / seconds });
-      sampled = received;
-      sampledAt = now;
-    };
+    const sampler = new IntervalSampler(interval, () => received * packetSize);
     const finish = () => {
-      clearInterval(sampler);
       clearTimeout(giveUp);
       const result: UdpChildResult = {
         figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
-        intervals,
-        startedAt,
+        intervals: sampler.finish(lastAt),
         udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6 },
         socketBuffers: buffers(socket),
       };
-      if (firstAt && lastAt - sampledAt >= interval * 100) sample(lastAt);
       socket.close();
       resolve(result);
     };
@@ -95,10 +81,9 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       if (message.readUInt32BE(8) === FIN) return finish();
       const arrival = performance.now();
       if (firstAt === 0) {
-        firstAt = sampledAt = arrival;
-        startedAt = Date.now();
+        firstAt = arrival;
         cpu = process.cpuUsage();
-        sampler = setInterval(() => sample(performance.now()), interval * 1000);
+        sampler.start(firstAt);
         // The FIN can be lost like any datagram: stop on our own a little after the sender must have.
         giveUp = setTimeout(finish, (duration + 2) * 1000);
       }
@@ -155,7 +140,6 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   };
   const wait = (input.startAt ?? 0) - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  const startedAt = Date.now();
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const total = Math.round(pps * input.params.duration);
@@ -218,7 +202,6 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   return {
     figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
     intervals: [],
-    startedAt,
     udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: realSeconds > 0 ? sent / realSeconds : 0 },
     socketBuffers,
   };

@@ -109,7 +109,7 @@ export const iperf3Engine: Engine = {
       running = runProcess(argv, context.signal, context.spawned);
     }
     const outcome = await running;
-    const base: EngineOutcome = { figures: null, intervals: [], error: null, command: argv, port, startedAt: null, engineVersion: probe.info.version };
+    const base: EngineOutcome = { figures: null, intervals: [], error: null, command: argv, port, engineVersion: probe.info.version };
     let json: Iperf3Json | null = null;
     try {
       json = JSON.parse(outcome.stdout) as Iperf3Json;
@@ -120,7 +120,7 @@ export const iperf3Engine: Engine = {
     if (!json || json.error || outcome.code !== 0) return { ...base, error: failure(outcome, json) };
     try {
       const end = parseEnd(json, task.role, params.udp?.packetSize);
-      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp: end.udp, socketBuffers: end.socketBuffers, startedAt: Date.now() - end.figures.realSeconds * 1000 };
+      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp: end.udp, socketBuffers: end.socketBuffers };
     } catch (error) {
       return { ...base, error: { code: 'engine_failed', message: `iperf3 output: ${(error as Error).message}` } };
     }
