@@ -41,7 +41,8 @@ test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command a
   const job = await client.succeed({ engine: 'iperf3', duration: 2, interval: 0.5, streams: 2, socketBuffer: 262144, flows: [{ from: lo('tools'), to: lo('tools') }] });
   const [f] = job.runs[0].flows;
   assert.ok(f.sender.bytes > 0);
-  assert.equal(f.receiver.bytes, f.sender.bytes);
+  // iperf3's server stops counting with up to a socket buffer in flight (as in the engine contract).
+  assert.ok(f.receiver.bytes <= f.sender.bytes && f.receiver.bytes >= f.sender.bytes * 0.99, `sent ${f.sender.bytes}, received ${f.receiver.bytes}`);
   assert.ok(f.sender.cpuSeconds > 0 && f.receiver.cpuSeconds > 0, 'CPU at both ends');
   assert.equal(f.sender.calls, null, 'iperf3 does not count TCP calls; none are invented');
   assert.equal(typeof f.retransmits, 'number');
