@@ -65,6 +65,11 @@ describe('bad input never becomes a job', () => {
     ['udp without udp settings', spec({ protocol: 'udp' }), 422, 'body.udp'],
     ['interval longer than the run', spec({ interval: 5 }), 422, 'body.interval'],
     ['too many runs', spec({ repeat: 1000, sweep: { bufferLength: Array.from({ length: 20 }, (_, i) => i + 1) } }), 422, 'body.sweep'],
+    ['rr sizes on a stream test', spec({ rr: { requestSize: 10 } }), 422, 'body.rr'],
+    ['an rr size sweep on a stream test', spec({ sweep: { requestSize: [1, 64] } }), 422, 'body.sweep.requestSize'],
+    ['rr in both directions at once', spec({ test: 'rr', direction: 'bidir' }), 422, 'body.direction'],
+    ['a zero-byte rr request', spec({ test: 'rr', rr: { requestSize: 0 } }), 422, 'body.rr.requestSize'],
+    ['rr over UDP with the builtin engine', spec({ test: 'rr', protocol: 'udp' }), 422, 'body.engine'],
     ['a label with a control character', spec({ labels: { note: 'a\nb' } }), 422, 'body.labels.note'],
   ];
   for (const injection of ['eth0;reboot', '$(id)', '-h', '../x', 'abcdefghijklmnop', 'eth0 ', '`id`', 'lo\u0000', '']) {

@@ -53,6 +53,23 @@ test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command a
   // -w 256 KiB: the kernel doubles what it is asked for (and caps it at wmem_max).
   assert.ok(f.diagnostics.sender.socketBuffers.sendBytes >= 262144, JSON.stringify(f.diagnostics.sender.socketBuffers));
   assert.equal(f.pathVerified, true);
+
+  // Both ends' iperf3 JSON is kept as printed and downloadable from the run.
+  for (const end of ['sender', 'receiver'] as const) {
+    const link = f.diagnostics[end].rawOutput;
+    assert.equal(link, `/v1/jobs/${job.id}/runs/0/flows/0/${end}/raw`);
+    const res = await fetch(`${client.base}${link}`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    assert.match(res.headers.get('content-disposition') ?? '', /^attachment; filename="niclab-.*-flow0-.*\.json"$/);
+    const raw = (await res.json()) as { start: { version: string }; end: Record<'sum_sent' | 'sum_received', { bytes: number }> };
+    const sum = end === 'sender' ? raw.end.sum_sent : raw.end.sum_received;
+    assert.equal(sum.bytes, f[end].bytes, `the ${end}'s figures come from this very output`);
+    assert.ok(f.diagnostics[end].engineVersion.startsWith(raw.start.version), `${raw.start.version} vs ${f.diagnostics[end].engineVersion}`);
+  }
+  const missing = await fetch(`${client.base}/v1/jobs/${job.id}/runs/0/flows/1/sender/raw`);
+  assert.equal(missing.status, 404);
+  assert.match(missing.headers.get('content-type') ?? '', /problem\+json/);
 });
 
 test('iperf3 UDP at a packet rate: sent, received, lost and jitter', async () => {

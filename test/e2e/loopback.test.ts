@@ -49,6 +49,29 @@ test('a TCP job over loopback goes queued -> running -> succeeded with both ends
   assert.deepEqual(flow.diagnostics.receiver.address, '127.0.0.1');
   assert.ok(flow.diagnostics.sender.command.length > 0);
   assert.ok(Date.parse(run.startedAt) <= Date.parse(run.finishedAt));
+  // The builtin engine prints no report of its own: nothing raw is kept, and asking says so.
+  assert.equal(flow.diagnostics.sender.rawOutput, undefined);
+  const raw = await fetch(`${client.base}/v1/jobs/${job.id}/runs/0/flows/0/sender/raw`);
+  assert.equal(raw.status, 404);
+  assert.match(((await raw.json()) as { detail: string }).detail, /only engines with a report of their own/);
+});
+
+test('request/response (rr) through the API: a sweep of message sizes, each with round-trip percentiles', async () => {
+  const job = await client.succeed({
+    engine: 'builtin', test: 'rr', duration: 1, noDelay: true, rr: { requestSize: 1 },
+    sweep: { responseSize: [1, 65536] }, flows: [{ from: lo('e2e'), to: lo('e2e') }],
+  });
+  assert.deepEqual(job.spec.rr, { requestSize: 1, responseSize: 1 }, 'the stored job shows the defaults');
+  const [small, large] = job.runs.map((run: { flows: { rr: { responseSize: number; transactions: number; transactionsPerSecond: number; rttSeconds: Record<string, number> } }[] }) => run.flows[0]!.rr);
+  assert.equal(small.responseSize, 1);
+  assert.equal(large.responseSize, 65536);
+  for (const rr of [small, large]) {
+    assert.ok(rr.transactions > 50, `transactions ${rr.transactions}`);
+    assert.ok(rr.rttSeconds.p50 <= rr.rttSeconds.p99 && rr.rttSeconds.p99 <= rr.rttSeconds.max);
+  }
+  // A 64 KiB response takes longer to deliver than a 1-byte one on the same path.
+  assert.ok(large.rttSeconds.p50 > small.rttSeconds.p50, `p50 ${large.rttSeconds.p50} s vs ${small.rttSeconds.p50} s`);
+  assert.equal(job.runs[0].flows[0].udp, null);
 });
 
 test('canceling a running job ends it within 2 s, engine processes included', async () => {

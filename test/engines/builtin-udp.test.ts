@@ -63,9 +63,10 @@ test('builtin UDP: socketBuffer takes effect; the effective sizes are reported a
   assert.ok(effective[0]! < effective.at(-1)!);
 });
 
-test('builtin refuses a TCP socket buffer and too-small UDP datagrams, with reasons', () => {
+test('builtin refuses rr over UDP and too-small UDP datagrams, with reasons; TCP socket buffers it can set', () => {
   const base = { engine: 'builtin', test: 'stream', duration: 1, bufferLength: 1000, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1, flows: [] } as const;
-  assert.match(engine.canRun({ ...base, protocol: 'tcp', socketBuffer: 65536 } as never).join(), /TCP socket buffer/);
+  assert.deepEqual(engine.canRun({ ...base, protocol: 'tcp', socketBuffer: 65536 } as never), []);
+  assert.match(engine.canRun({ ...base, test: 'rr', protocol: 'udp' } as never).join(), /rr\) over TCP only/);
   assert.match(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 20, rate: { packetsPerSecond: 10 } } } as never).join(), /at least 28/);
   assert.deepEqual(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 1500, rate: { packetsPerSecond: 10 } }, socketBuffer: 65536 } as never), []);
 });

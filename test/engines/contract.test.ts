@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
+import type { JobSpec } from '@niclab/shared/contract';
 import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
 import { freePort } from '../helpers/redis.js';
 import { isAlive, waitFor } from '../helpers/processes.js';
@@ -57,6 +58,38 @@ for (const engine of Object.values(ENGINES)) {
       assert.ok(receiver.intervals.every((i) => i.end > i.start && i.bitsPerSecond > 0));
       assert.ok(sender.command.length > 0 && receiver.command.length > 0, 'the exact command is in the diagnostics');
       await assertGone(pids);
+    });
+
+    test('socketBuffer: both ends set SO_SNDBUF/SO_RCVBUF and report what the kernel made of them', async () => {
+      const [sender, receiver] = await pair(engine, params({ socketBuffer: 65536 }), new AbortController().signal, []);
+      assert.equal(sender.error, null, JSON.stringify(sender.error));
+      assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+      for (const [end, outcome] of [['sender', sender], ['receiver', receiver]] as const) {
+        // Linux doubles the value for its own bookkeeping: 64 KiB asked reads back as 128 KiB.
+        assert.deepEqual(outcome.socketBuffers, { sendBytes: 131072, receiveBytes: 131072 }, `${end}: ${JSON.stringify(outcome.socketBuffers)}`);
+      }
+    });
+
+    test('request/response (rr): runs and reports round trips, or says it cannot', async () => {
+      const rr = { requestSize: 100, responseSize: 200 };
+      const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 1, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, rr };
+      const reasons = engine.canRun(spec);
+      if (reasons.length > 0) {
+        assert.match(reasons.join('; '), /\brr\b/, 'the reason names the rr test');
+        return;
+      }
+      const [sender, receiver] = await pair(engine, params({ test: 'rr', rr, streams: 2, noDelay: true }), new AbortController().signal, []);
+      assert.equal(sender.error, null, JSON.stringify(sender.error));
+      assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+      const figures = sender.rr!;
+      assert.ok(figures.transactions > 100, `transactions ${figures.transactions}`);
+      assert.equal(sender.figures!.bytes, figures.transactions * rr.requestSize, 'one request per transaction');
+      assert.equal(receiver.figures!.bytes, sender.figures!.bytes, 'every request arrived');
+      const { min, mean, p50, p90, p99, max } = figures.rttSeconds;
+      assert.ok(min > 0 && min <= p50 && p50 <= p90 && p90 <= p99 && p99 <= max && min <= mean && mean <= max, JSON.stringify(figures.rttSeconds));
+      assert.ok(Math.abs(figures.transactionsPerSecond - figures.transactions / sender.figures!.realSeconds) / figures.transactionsPerSecond < 0.01);
+      // Two connections with one request outstanding each: each round trip bounds its connection's rate.
+      assert.ok(figures.transactionsPerSecond <= (2 / min) * 1.01, `${figures.transactionsPerSecond} tps with min RTT ${min} s`);
     });
 
     test('cancel: both ends stop within 2 s with code canceled and their processes are gone', async () => {

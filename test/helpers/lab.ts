@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDown, labUp, type LabState } from '@niclab/cli/lab/lab';
+import { command } from '@niclab/shared/command';
 import { ApiClient } from './api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
@@ -54,3 +55,11 @@ export async function startTestLab(hosts: number, rate: string): Promise<TestLab
 export const eth1 = (agent: string) => ({ agent, interface: 'eth1' });
 export const flow = (from: string, to: string) => ({ from: eth1(from), to: eth1(to) });
 export const mbit = (bitsPerSecond: number) => bitsPerSecond / 1e6;
+
+/** One counter of a namespace's /proc/net/snmp, e.g. ('Tcp', 'RetransSegs') or ('Udp', 'RcvbufErrors'). */
+export async function snmpCounter(namespace: string, protocol: string, name: string): Promise<number> {
+  const lines = (await command('ip', ['netns', 'exec', namespace, 'cat', '/proc/net/snmp'])).split('\n').filter((l) => l.startsWith(`${protocol}:`));
+  const column = lines[0]!.split(/\s+/).indexOf(name);
+  if (column < 0) throw new Error(`no ${protocol} ${name} in /proc/net/snmp`);
+  return Number(lines[1]!.split(/\s+/)[column]);
+}

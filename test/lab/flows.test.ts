@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/command';
-import { flow, mbit, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { flow, mbit, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
 
 // 4 hosts, every link 100 Mbit/s in both directions. Bare iperf3 on such a link gets ~95 Mbit/s.
@@ -52,10 +52,16 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     return { a: median(runs.a), b: median(runs.b), ratio, all: `${show(runs.a)} | ${show(runs.b)}`, jobs };
   }
 
-  test('A -> D alone: at least 90 Mbit/s, bytes agree, both named interfaces carried them', async (ctx) => {
+  test('A -> D alone: at least 90 Mbit/s, bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
+    const retransSegs = () => snmpCounter(t.lab.hosts[0]!.namespace, 'Tcp', 'RetransSegs');
+    const before = await retransSegs();
     const { job, rates, all } = await medians({ duration: 4, flows: [flow('A', 'D')] });
+    const kernel = (await retransSegs()) - before;
     const [f] = job.runs[0].flows;
-    ctx.diagnostic(`A->D alone: median ${rates[0]!.toFixed(1)} Mbit/s (runs ${all})`);
+    const reported = job.runs.map((r: { flows: { retransmits: number }[] }) => r.flows[0]!.retransmits);
+    ctx.diagnostic(`A->D alone: median ${rates[0]!.toFixed(1)} Mbit/s (runs ${all}); retransmits ${reported.join('+')}, namespace A's RetransSegs +${kernel}`);
+    // A's namespace carried nothing else: its TCP RetransSegs grew by exactly what the builtin sender read from TCP_INFO.
+    assert.equal(reported.reduce((a: number, b: number) => a + b, 0), kernel);
     assert.ok(rates[0]! >= 90, `median ${rates[0]} Mbit/s (runs ${all})`);
     assert.equal(f.receiver.bytes, f.sender.bytes);
     assert.equal(f.pathVerified, true);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/command';
-import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { flow, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 
 // A and B unshaped, C behind 100 Mbit/s: the rude/crude experiment of seed 002.
 describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT }, () => {
@@ -35,9 +35,7 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     const nsC = t.lab.hosts[2]!.namespace;
     const drops = async () => {
       const qdisc = JSON.parse(await command('tc', ['-n', t.lab.switchNamespace, '-s', '-j', 'qdisc', 'show', 'dev', 'pC'])) as { drops: number }[];
-      const snmp = (await command('ip', ['netns', 'exec', nsC, 'cat', '/proc/net/snmp'])).split('\n').filter((l) => l.startsWith('Udp:'));
-      const socket = Number(snmp[1]!.split(/\s+/)[snmp[0]!.split(/\s+/).indexOf('RcvbufErrors')]);
-      return qdisc[0]!.drops + socket;
+      return qdisc[0]!.drops + (await snmpCounter(nsC, 'Udp', 'RcvbufErrors'));
     };
     const before = await drops();
     const f = await run({ duration: 4, udp: { packetSize: 1400, rate: { packetsPerSecond: 12_000 } }, flows: [flow('A', 'C')] });

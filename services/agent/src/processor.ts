@@ -9,6 +9,8 @@ import { bindAddress, counterDelta, isUsable, readCounters, readInterface } from
 
 /** Replies live long enough for a coordinator to read them, then expire. */
 const REPLY_TTL_SECONDS = 3600;
+/** Raw engine output larger than this is not kept (a long run with fine intervals). */
+export const RAW_OUTPUT_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface ProcessorDeps {
   agentId: string;
@@ -60,5 +62,15 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   diagnostics.command = outcome.command;
   if (outcome.engineVersion) diagnostics.engineVersion = outcome.engineVersion;
   if (outcome.socketBuffers) diagnostics.socketBuffers = outcome.socketBuffers;
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null });
+  let rawKept = false;
+  if (outcome.raw !== undefined) {
+    const bytes = Buffer.byteLength(outcome.raw);
+    if (bytes <= RAW_OUTPUT_MAX_BYTES) {
+      await redis.hset(keys.runRaw(task.runId), `${task.leg}:${task.role}`, outcome.raw);
+      rawKept = true;
+    } else {
+      log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');
+    }
+  }
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, rr: outcome.rr ?? null, rawKept });
 }

@@ -12,6 +12,8 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A body sent as it is, not as JSON of `body`. */
+  raw?: { contentType: string; text: string };
 }
 
 /** Handlers are thin: validated input in, `{status, body}` out, typed errors thrown. */

@@ -57,7 +57,8 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         try {
           const reply = await handler(validate(compiled, req), services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-          if (reply.body === undefined) res.status(reply.status).end();
+          if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+          else if (reply.body === undefined) res.status(reply.status).end();
           else res.status(reply.status).json(reply.body);
         } catch (error) {
           next(error);

@@ -9,10 +9,19 @@ export const MAX_RUNS = 10_000;
 /** What the schema cannot say about a spec: combinations that do not make sense. */
 function consistency(spec: JobSpec): FieldError[] {
   const errors: FieldError[] = [];
-  if (spec.protocol === 'udp' && !spec.udp) errors.push({ field: 'body.udp', message: 'is required when protocol is "udp"' });
+  if (spec.protocol === 'udp' && spec.test === 'stream' && !spec.udp) errors.push({ field: 'body.udp', message: 'is required when protocol is "udp"' });
   if (spec.protocol === 'tcp' && spec.udp) errors.push({ field: 'body.udp', message: 'applies to protocol "udp" only' });
   for (const dimension of ['packetSize', 'rate'] as const) {
     if (spec.sweep?.[dimension] && spec.protocol !== 'udp') errors.push({ field: `body.sweep.${dimension}`, message: 'applies to protocol "udp" only' });
+  }
+  if (spec.test !== 'rr') {
+    if (spec.rr) errors.push({ field: 'body.rr', message: 'applies to test "rr" only' });
+    for (const dimension of ['requestSize', 'responseSize'] as const) {
+      if (spec.sweep?.[dimension]) errors.push({ field: `body.sweep.${dimension}`, message: 'applies to test "rr" only' });
+    }
+  } else {
+    if (spec.direction === 'bidir') errors.push({ field: 'body.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
+    if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
   }
   if (spec.tuning) errors.push({ field: 'body.tuning', message: 'tuning is not supported by this niclab version yet' });
   if (spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });

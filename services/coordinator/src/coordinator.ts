@@ -249,6 +249,12 @@ export class Coordinator {
       blocking.disconnect();
     }
     run.flows = legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, senders.get(i), receivers.get(i)));
+    run.flows.forEach((flow, i) => {
+      for (const [end, report] of [['sender', senders.get(i)], ['receiver', receivers.get(i)]] as const) {
+        const diagnostics = flow.diagnostics[end];
+        if (report?.rawKept && diagnostics) diagnostics.rawOutput = `/v1/jobs/${run.jobId}/runs/${run.index}/flows/${i}/${end}/raw`;
+      }
+    });
     run.finishedAt = new Date().toISOString();
     const reason = signal.reason as ErrorInfo | undefined;
     if (reason?.code === SHUTDOWN) {

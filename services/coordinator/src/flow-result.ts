@@ -33,6 +33,7 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     bitsPerSecond: received ? received.realBitsPerSecond : null,
     retransmits: sender?.retransmits ?? null,
     udp: udpFigures(sender, receiver),
+    rr: sender?.rr ?? null,
     intervals: receiver?.intervals ?? [],
     nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
     pathVerified,

@@ -17,6 +17,7 @@ export type EndDiagnostics = S['EndDiagnostics'];
 export type NicDelta = S['NicDelta'];
 export type Interval = S['Interval'];
 export type UdpFigures = S['UdpFigures'];
+export type RrFigures = S['RrFigures'];
 export type Agent = S['Agent'];
 export type AgentInterface = S['Interface'];
 export type EngineInfo = S['EngineInfo'];

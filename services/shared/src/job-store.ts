@@ -97,6 +97,11 @@ export class JobStore {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
   }
 
+  async getRun(jobId: string, index: number): Promise<Run | null> {
+    const row = await this.redis.hget(this.keys.runs(jobId), String(index).padStart(6, '0'));
+    return row ? (JSON.parse(row) as Run) : null;
+  }
+
   async listRuns(jobId: string): Promise<Run[]> {
     const all = await this.redis.hgetall(this.keys.runs(jobId));
     return Object.keys(all).sort().map((field) => JSON.parse(all[field] as string) as Run);

@@ -13,6 +13,8 @@ export class Keys {
   runs(jobId: string): string { return `${this.prefix}:runs:${jobId}`; }
   runReady(runId: string): string { return `${this.prefix}:run:${runId}:ready`; }
   runResults(runId: string): string { return `${this.prefix}:run:${runId}:results`; }
+  /** Raw engine output (iperf3's JSON) of a run's ends, by `<leg>:<role>`. */
+  runRaw(runId: string): string { return `${this.prefix}:run:${runId}:raw`; }
   /** Set when a run is canceled or failed, so a task still queued for it never starts. */
   runAbandoned(runId: string): string { return `${this.prefix}:run:${runId}:abandoned`; }
 

@@ -7,7 +7,7 @@ export interface PlannedRun {
   repetition: number;
 }
 
-const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'packetSize', 'rate'] as const;
+const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
 
 /** The sweep's cartesian product in a stable order, each point repeated `repeat` times in a row. */
 export function sweepPoints(spec: JobSpec): SweepPoint[] {
@@ -43,6 +43,9 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
   if (socketBuffer !== undefined) params.socketBuffer = socketBuffer;
   if (spec.udp) {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
+  }
+  if (spec.test === 'rr') {
+    params.rr = { requestSize: point.requestSize ?? spec.rr?.requestSize ?? 1, responseSize: point.responseSize ?? spec.rr?.responseSize ?? 1 };
   }
   return params;
 }

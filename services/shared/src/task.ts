@@ -1,7 +1,10 @@
-import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta } from './contract.js';
+import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, RrFigures } from './contract.js';
 
 /** The measurement parameters of one run, after the sweep point is applied. */
-export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp' | 'interval'>;
+export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp' | 'interval'> & {
+  /** Present exactly when the test is `rr`, with both sizes resolved. */
+  rr?: { requestSize: number; responseSize: number };
+};
 
 interface TaskBase {
   jobId: string;
@@ -60,6 +63,10 @@ export interface EndReport {
   diagnostics: EndDiagnostics;
   retransmits?: number | null;
   udp?: EndUdp | null;
+  /** Request/response figures, from the end that sent the requests. */
+  rr?: RrFigures | null;
+  /** The end's raw engine output was kept under keys.runRaw(runId). */
+  rawKept?: boolean;
 }
 
 /** One direction of data of one flow: the flow's own (forward) or back from its `to` end (reverse). */

@@ -1,4 +1,4 @@
-import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec } from '@niclab/shared/contract';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec, RrFigures } from '@niclab/shared/contract';
 import type { EndUdp } from '@niclab/shared/task';
 import type { Task } from '@niclab/shared/task';
 
@@ -26,8 +26,12 @@ export interface EngineOutcome {
   retransmits?: number | null;
   /** This end's UDP counts. */
   udp?: EndUdp | null;
+  /** Request/response figures (the requesting end of an rr test). */
+  rr?: RrFigures | null;
   socketBuffers?: EndDiagnostics['socketBuffers'];
   engineVersion?: string;
+  /** The tool's own report (iperf3's JSON), kept as it was printed. */
+  raw?: string;
 }
 
 /** An engine: one file or folder under engines/, found through the registry. */

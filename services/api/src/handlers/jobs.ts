@@ -40,6 +40,19 @@ export const listRuns: Handler = async ({ params }, { store }) => {
   return { status: 200, body: { items: await store.listRuns(id) } };
 };
 
+export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) => {
+  const id = params.id as string;
+  const [index, flow, end] = [Number(params.index), Number(params.flow), params.end as 'sender' | 'receiver'];
+  if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
+  const run = await store.getRun(id, index);
+  if (!run) throw HttpProblem.notFound(`Run ${index} of job ${id}`);
+  if (flow >= run.flows.length) throw HttpProblem.notFound(`Flow ${flow} of run ${index} (it has ${run.flows.length})`);
+  const text = await redis.hget(keys.runRaw(run.id), `${flow}:${end}`);
+  if (text === null) throw HttpProblem.notFound(`Raw output of the ${end} of flow ${flow} in run ${index} (only engines with a report of their own, such as iperf3, keep one)`);
+  const filename = `niclab-${id}-run${index}-flow${flow}-${end}.json`;
+  return { status: 200, raw: { contentType: 'application/json', text }, headers: { 'Content-Disposition': `attachment; filename="${filename}"` } };
+};
+
 export const cancelJob: Handler = async ({ params }, { store, redis, keys, jobsQueue, log }) => {
   const id = params.id as string;
   const job = await store.get(id);

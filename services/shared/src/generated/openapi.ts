@@ -71,6 +71,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/runs/{index}/flows/{flow}/{end}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+                /** @description The run's `index`. */
+                index: number;
+                /** @description Position in the run's `flows` (a bidir flow has two). */
+                flow: number;
+                end: "sender" | "receiver";
+            };
+            cookie?: never;
+        };
+        /**
+         * One end's raw engine output (iperf3's --json), exactly as the tool printed it
+         * @description Kept for engines that print a report of their own (iperf3), up to 8 MiB per end. The
+         *     run's `diagnostics.sender.rawOutput` / `diagnostics.receiver.rawOutput` link here.
+         */
+        get: operations["getRawOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -210,6 +238,13 @@ export interface components {
                 packetSize: number;
                 rate: components["schemas"]["UdpRate"];
             };
+            /** @description Message sizes of a `test: rr` job (netperf TCP_RR -r). Defaults to 1-byte requests and responses when the test is `rr`. */
+            rr?: {
+                /** @default 1 */
+                requestSize: number;
+                /** @default 1 */
+                responseSize: number;
+            };
             /**
              * @default forward
              * @enum {string}
@@ -232,6 +267,8 @@ export interface components {
                 streams?: number[];
                 packetSize?: number[];
                 rate?: components["schemas"]["UdpRate"][];
+                requestSize?: number[];
+                responseSize?: number[];
             };
             labels?: {
                 [key: string]: string;
@@ -291,6 +328,8 @@ export interface components {
             streams?: number;
             packetSize?: number;
             rate?: components["schemas"]["UdpRate"];
+            requestSize?: number;
+            responseSize?: number;
         };
         Run: {
             id: components["schemas"]["Id"];
@@ -355,6 +394,23 @@ export interface components {
             /** @description The rate the sender reached; below the target when the host could not keep up. */
             achievedPacketsPerSecond?: number;
         };
+        /** @description Request/response figures, measured by the end that sends the requests. */
+        RrFigures: {
+            requestSize: number;
+            responseSize: number;
+            /** @description Completed request/response exchanges over all streams. */
+            transactions: number;
+            transactionsPerSecond: number;
+            /** @description Round-trip time of a transaction, from writing the request to reading the last byte of the response. */
+            rttSeconds: {
+                min: number;
+                mean: number;
+                p50: number;
+                p90: number;
+                p99: number;
+                max: number;
+            };
+        };
         EndDiagnostics: {
             agent: components["schemas"]["AgentId"];
             interface: components["schemas"]["InterfaceName"];
@@ -364,6 +420,8 @@ export interface components {
             /** @description The exact argument vector of the engine process. */
             command: string[];
             engineVersion?: string;
+            /** @description Path of this end's raw engine output (iperf3 JSON), where it was kept. */
+            rawOutput?: string;
             /** @description The effective SO_SNDBUF/SO_RCVBUF of this end's sockets, read back after setting them. */
             socketBuffers?: {
                 sendBytes: number;
@@ -389,6 +447,7 @@ export interface components {
             /** @description TCP retransmits, where the engine can read them (null otherwise). */
             retransmits: number | null;
             udp: null | components["schemas"]["UdpFigures"];
+            rr: null | components["schemas"]["RrFigures"];
             intervals: components["schemas"]["Interval"][];
             /** @description Counter deltas of the flow's `from` and `to` interfaces over the run. */
             nic: {
@@ -608,6 +667,35 @@ export interface operations {
                     "application/json": {
                         items: components["schemas"]["Run"][];
                     };
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    getRawOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+                /** @description The run's `index`. */
+                index: number;
+                /** @description Position in the run's `flows` (a bidir flow has two). */
+                flow: number;
+                end: "sender" | "receiver";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The output, as a download. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             404: components["responses"]["Problem"];

@@ -5,12 +5,13 @@ import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
 import type { UdpChildInput, UdpChildResult } from './udp-child.js';
 import { HEADER_BYTES } from './udp-format.js';
+import { tcpSocketBufferSupport } from './sockopt.js';
 
 const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child') };
 
 /**
- * nttcp-style TCP and rude/crude-style constant-rate UDP written in TypeScript; each end runs
- * in its own process so its CPU time is its own.
+ * nttcp-style TCP, netperf TCP_RR-style request/response and rude/crude-style constant-rate
+ * UDP written in TypeScript; each end runs in its own process so its CPU time is its own.
  */
 export const builtinEngine: Engine = {
   name: 'builtin',
@@ -21,9 +22,10 @@ export const builtinEngine: Engine = {
 
   canRun(spec: JobSpec) {
     const reasons: string[] = [];
-    if (spec.test !== 'stream') reasons.push('the builtin engine does not do request/response (rr) tests yet');
+    if (spec.test === 'rr' && spec.protocol !== 'tcp') reasons.push('the builtin engine does request/response (rr) over TCP only');
     if (spec.protocol === 'tcp' && (spec.socketBuffer !== undefined || spec.sweep?.socketBuffer)) {
-      reasons.push('the builtin engine cannot set TCP socket buffer sizes (Node has no SO_SNDBUF for TCP); use engine iperf3');
+      const unsupported = tcpSocketBufferSupport();
+      if (unsupported) reasons.push(`the builtin engine ${unsupported}; use engine iperf3`);
     }
     const sizes = [spec.udp?.packetSize, ...(spec.sweep?.packetSize ?? [])].filter((n): n is number => n !== undefined);
     if (spec.protocol === 'udp' && sizes.some((n) => n < HEADER_BYTES)) reasons.push(`the builtin engine's UDP datagrams carry a ${HEADER_BYTES}-byte header: packetSize must be at least ${HEADER_BYTES}`);
@@ -51,6 +53,8 @@ export const builtinEngine: Engine = {
       command: outcome.argv,
       port,
       udp: outcome.result?.udp ?? null,
+      rr: outcome.result?.rr ?? null,
+      retransmits: outcome.result?.retransmits ?? null,
       socketBuffers: outcome.result?.socketBuffers,
     };
   },

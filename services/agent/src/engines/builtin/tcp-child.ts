@@ -1,15 +1,17 @@
 /**
- * The builtin TCP engine's process: one end of one flow. Started by the agent with fork();
- * gets its input as the first IPC message, answers `ready` (receiver) and one `result`.
+ * The builtin TCP engine's process: one end of one leg, streaming (nttcp) or request/response
+ * (netperf TCP_RR). Started by the agent with fork(); gets its input as the first IPC message,
+ * answers `ready` (receiver) and one `result`.
  */
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { endFigures } from '@niclab/shared/figures';
-import type { EndFigures, Interval } from '@niclab/shared/contract';
+import { endFigures, rttSummary } from '@niclab/shared/figures';
+import type { EndFigures, Interval, RrFigures } from '@niclab/shared/contract';
 import type { EngineParams } from '@niclab/shared/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
+import { readSocketBuffers, setSocketBuffers, tcpRetransmits } from './sockopt.js';
 
 export interface TcpChildInput {
   role: 'sender' | 'receiver';
@@ -24,8 +26,12 @@ export interface TcpChildInput {
 export interface TcpChildResult {
   figures: EndFigures;
   intervals: Interval[];
+  /** Read back from the first connection, when the job set socketBuffer. */
+  socketBuffers?: { sendBytes: number; receiveBytes: number };
+  rr?: RrFigures;
+  /** The sender's TCP retransmits over all its connections (null where TCP_INFO cannot be read). */
+  retransmits?: number | null;
 }
-
 
 function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
   const { streams, noDelay, interval } = input.params;
@@ -37,11 +43,14 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
     let firstAt = 0;
     let lastAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
+    let socketBuffers: TcpChildResult['socketBuffers'];
     const sampler = new IntervalSampler(interval, () => bytes);
     const server = createServer({ noDelay }, (socket: Socket) => {
       accepted += 1;
       // Exactly `streams` connections belong to this flow; stop listening once they are here.
       if (accepted >= streams) server.close();
+      if (input.params.socketBuffer !== undefined) socketBuffers ??= readSocketBuffers(socket);
+      const answer = input.params.rr ? responder(socket, input.params.rr) : undefined;
       socket.on('data', (chunk: Buffer) => {
         if (firstAt === 0) {
           firstAt = performance.now();
@@ -50,6 +59,7 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
         }
         bytes += chunk.length;
         calls += 1;
+        answer?.(chunk.length);
       });
       socket.on('end', () => {
         lastAt = performance.now();
@@ -64,25 +74,63 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
           reject(Object.assign(new Error('the sender closed without sending any data'), { code: 'no_data' }));
           return;
         }
-        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals });
+        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
       });
     });
     server.on('error', reject);
     server.listen({ host: input.address, port: 0 }, () => {
+      // Before any SYN arrives: accepted connections inherit the sizes and offer a window scale to match.
+      if (input.params.socketBuffer !== undefined) {
+        try {
+          setSocketBuffers(server, input.params.socketBuffer);
+        } catch (error) {
+          server.close();
+          reject(error);
+          return;
+        }
+      }
       const address = server.address();
       send({ type: 'ready', port: typeof address === 'object' && address ? address.port : 0 });
     });
   });
 }
 
+/** The responding end of an rr connection: a response for every complete request. */
+function responder(socket: Socket, sizes: { requestSize: number; responseSize: number }): (bytes: number) => void {
+  const response = Buffer.alloc(sizes.responseSize, 0x52);
+  let pending = 0;
+  return (bytes) => {
+    pending += bytes;
+    while (pending >= sizes.requestSize) {
+      pending -= sizes.requestSize;
+      socket.write(response);
+    }
+  };
+}
+
 async function openStream(input: TcpChildInput): Promise<Socket> {
   const socket = connect({ host: input.peer!.address, port: input.peer!.port, localAddress: input.address, noDelay: input.params.noDelay });
   await once(socket, 'connect');
+  if (input.params.socketBuffer !== undefined) setSocketBuffers(socket, input.params.socketBuffer);
   return socket;
 }
 
-/** Writes `buffer` until `endAt`, honouring backpressure; resolves when the peer has closed. */
-function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: number) => void): Promise<void> {
+async function openStreams(input: TcpChildInput): Promise<Socket[]> {
+  const sockets = await Promise.all(Array.from({ length: input.params.streams }, () => openStream(input)));
+  const wait = (input.startAt ?? 0) - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  return sockets;
+}
+
+function buffersOf(input: TcpChildInput, sockets: Socket[]): Pick<TcpChildResult, 'socketBuffers'> {
+  return input.params.socketBuffer !== undefined && sockets[0] ? { socketBuffers: readSocketBuffers(sockets[0]) } : {};
+}
+
+/**
+ * Writes `buffer` until `endAt`, honouring backpressure; resolves when the peer has closed,
+ * with the connection's retransmits as TCP_INFO tells them once the peer has acknowledged all.
+ */
+function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: number) => void): Promise<number | null> {
   return new Promise((resolve, reject) => {
     let waiting = false;
     const stop = setTimeout(() => {
@@ -104,29 +152,79 @@ function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: numb
       clearTimeout(stop);
       socket.end();
     };
+    let retransmits: number | null = null;
+    // The peer's FIN comes after everything sent was received: the count is final, and the socket still open.
+    socket.once('end', () => (retransmits = tcpRetransmits(socket)));
     socket.on('error', reject);
     socket.on('close', () => {
       clearTimeout(stop);
-      resolve();
+      resolve(retransmits);
     });
     write();
   });
 }
 
 async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
-  const { streams, bufferLength, duration } = input.params;
-  const sockets = await Promise.all(Array.from({ length: streams }, () => openStream(input)));
-  const wait = (input.startAt ?? 0) - Date.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const { bufferLength, duration } = input.params;
+  const sockets = await openStreams(input);
+  const socketBuffers = buffersOf(input, sockets);
   const buffer = Buffer.alloc(bufferLength, 0x5a);
   let calls = 0;
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const endAt = t0 + duration * 1000;
-  await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
+  const perStream = await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
   const realSeconds = (performance.now() - t0) / 1000;
+  const retransmits = perStream.every((n) => n !== null) ? perStream.reduce((a, b) => a! + b!, 0) : null;
   // Every write the socket accepted reached the kernel before 'close'; bytes are what we handed over.
-  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [] };
+  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...socketBuffers };
 }
 
-serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));
+/**
+ * One request outstanding per connection, as netperf TCP_RR: write a request, read the whole
+ * response, note the round trip, repeat until the duration is up. Resolves when the peer closed.
+ */
+function transact(socket: Socket, sizes: { requestSize: number; responseSize: number }, endAt: number, rtts: number[]): Promise<void> {
+  const request = Buffer.alloc(sizes.requestSize, 0x51);
+  return new Promise((resolve, reject) => {
+    let got = 0;
+    let sentAt = 0;
+    const next = () => {
+      got = 0;
+      sentAt = performance.now();
+      socket.write(request);
+    };
+    socket.on('data', (chunk: Buffer) => {
+      got += chunk.length;
+      if (got < sizes.responseSize) return;
+      const now = performance.now();
+      rtts.push(now - sentAt);
+      if (now < endAt) next();
+      else socket.end();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve());
+    next();
+  });
+}
+
+async function request(input: TcpChildInput): Promise<TcpChildResult> {
+  const sizes = input.params.rr!;
+  const sockets = await openStreams(input);
+  const socketBuffers = buffersOf(input, sockets);
+  const rtts: number[] = [];
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(sockets.map((socket) => transact(socket, sizes, t0 + input.params.duration * 1000, rtts)));
+  const realSeconds = (performance.now() - t0) / 1000;
+  const transactions = rtts.length;
+  const rr: RrFigures = {
+    ...sizes,
+    transactions,
+    transactionsPerSecond: realSeconds > 0 ? Math.round((transactions / realSeconds) * 1000) / 1000 : 0,
+    rttSeconds: rttSummary(Float64Array.from(rtts).sort()),
+  };
+  return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], rr, ...socketBuffers };
+}
+
+serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : input.params.rr ? request(input) : sendData(input)));

@@ -110,6 +110,7 @@ export const iperf3Engine: Engine = {
     }
     const outcome = await running;
     const base: EngineOutcome = { figures: null, intervals: [], error: null, command: argv, port, engineVersion: probe.info.version };
+    if (outcome.stdout.trim()) base.raw = outcome.stdout;
     let json: Iperf3Json | null = null;
     try {
       json = JSON.parse(outcome.stdout) as Iperf3Json;
