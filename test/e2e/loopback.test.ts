@@ -128,3 +128,34 @@ test('builtin UDP at a constant packet rate through the API: sent = received + l
   assert.equal(sender.calls, 2000);
   assert.equal(receiver.calls, udp.received);
 });
+
+test('/metrics: two API replicas over one Redis answer the same, and the figures are the runs\' own', async () => {
+  const job = await client.succeed({ engine: 'builtin', duration: 1, labels: { schedule: 'hourly' }, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
+  const port = await freePort();
+  const replica = spawnNiclab(['api', '--no-coordinator'], { ...env, NICLAB_PORT: String(port) });
+  try {
+    await waitFor('the second API replica', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ?? false);
+    // Everything but this replica's own request histogram and process metrics comes from Redis.
+    const fleet = async (base: string) => {
+      const res = await fetch(`${base}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+      return (await res.text()).split('\n').filter((l) => l.startsWith('niclab_') && !/^niclab_(http_|process_|nodejs_)/.test(l));
+    };
+    const [one, two] = [await fleet(client.base), await fleet(`http://127.0.0.1:${port}`)];
+    assert.deepEqual(two, one);
+    const labels = 'src_agent="e2e",src_interface="lo",dst_agent="e2e",dst_interface="lo",engine="builtin",protocol="tcp",test="stream",direction="forward",schedule="hourly"';
+    const value = (name: string) => Number(one.find((l) => l.startsWith(`${name}{${labels}}`))?.split(' ')[1]);
+    const [f] = job.runs[0].flows;
+    assert.equal(value('niclab_link_throughput_bits_per_second'), f.bitsPerSecond);
+    assert.equal(value('niclab_link_last_run_timestamp_seconds'), Date.parse(job.runs[0].finishedAt) / 1000);
+    assert.equal(value('niclab_link_path_verified'), 1);
+    assert.equal(value('niclab_link_sender_cpu_seconds_per_bit'), f.sender.cpuSeconds / (f.sender.bytes * 8));
+    assert.ok(one.includes('niclab_agent_up{agent="e2e"} 1'));
+    assert.ok(one.some((l) => /^niclab_runs_total\{outcome="succeeded"\} [1-9]/.test(l)));
+    assert.ok(one.some((l) => /^niclab_job_duration_seconds_count [1-9]/.test(l)));
+    assert.ok(one.includes('niclab_leases_held 0'), 'no run holds a lease now');
+  } finally {
+    await replica.stop();
+  }
+});

@@ -11,6 +11,14 @@ export function createApp(services: ApiServices): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.use((req, res, next) => {
+    const t0 = process.hrtime.bigint();
+    res.on('finish', () => {
+      const route = typeof res.locals.route === 'string' ? res.locals.route : 'unmatched';
+      services.metrics.observeRequest(req.method, route, res.statusCode, Number(process.hrtime.bigint() - t0) / 1e9);
+    });
+    next();
+  });
   app.use(express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(loadOpenApi().text));
   app.use(docsRouter());

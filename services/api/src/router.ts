@@ -54,6 +54,7 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         bodyRequired: op.requestBody?.required ?? false,
       };
       router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
+        res.locals.route = path;
         try {
           const reply = await handler(validate(compiled, req), services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
@@ -66,6 +67,7 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
       });
     }
     router.all(expressPath, (_req: Request, res: Response, next: NextFunction) => {
+      res.locals.route = path;
       res.setHeader('Allow', allowed.join(', '));
       next(new HttpProblem(405, 'method-not-allowed', `This resource allows ${allowed.join(', ')}.`));
     });

@@ -6,6 +6,7 @@ import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
+import { createMetrics, type Metrics } from './metrics.js';
 
 /** What the handlers work with; built once per API process. */
 export interface ApiServices {
@@ -16,6 +17,7 @@ export interface ApiServices {
   store: JobStore;
   agents: AgentRegistry;
   jobsQueue: Queue;
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -23,10 +25,11 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
+  const store = new JobStore(redis, keys);
+  const agents = new AgentRegistry(redis, keys);
   return {
-    config, log, keys, redis, jobsQueue,
-    store: new JobStore(redis, keys),
-    agents: new AgentRegistry(redis, keys),
+    config, log, keys, redis, jobsQueue, store, agents,
+    metrics: createMetrics({ redis, keys, store, agents, jobsQueue }),
     async close() {
       await jobsQueue.close();
       await redis.quit().catch(() => undefined);

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import type { ErrorInfo, Job, JobPage, JobSpec, JobStatus, Run } from './contract.js';
+import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
 import type { Keys } from './keys.js';
 import { defineScript, type Script } from './redis.js';
+import { Stats } from './stats.js';
 
 /**
  * Moves a job between statuses atomically, keeping the per-status indexes in step.
@@ -32,9 +33,12 @@ export interface JobPatch {
 /** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
 export class JobStore {
   private readonly transitionScript: Script;
+  /** Every start and end is counted for /metrics here, where every transition passes. */
+  readonly stats: Stats;
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {
     this.transitionScript = defineScript(redis, 'niclabTransition', TRANSITION);
+    this.stats = new Stats(redis, keys);
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, now = new Date()): Promise<Job> {
@@ -81,7 +85,12 @@ export class JobStore {
       if (value === undefined) continue;
       fields.push(key, key === 'error' ? (value === null ? '' : JSON.stringify(value)) : String(value));
     }
-    return (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
+    const moved = (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
+    if (moved && to !== 'queued') {
+      const job = await this.get(id);
+      if (job) await this.stats.jobMoved(job, to);
+    }
+    return moved;
   }
 
   /** What the job waits for (interfaces others hold), or null when it waits for nothing. */
@@ -95,6 +104,10 @@ export class JobStore {
 
   async saveRun(run: Run): Promise<void> {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
+    if (TERMINAL_STATUSES.includes(run.status)) {
+      const job = await this.get(run.jobId);
+      if (job) await this.stats.runEnded(job, run);
+    }
   }
 
   async getRun(jobId: string, index: number): Promise<Run | null> {

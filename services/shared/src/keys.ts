@@ -21,6 +21,14 @@ export class Keys {
   /** The lease on one agent's interface; its value is the holding run's id. */
   lease(agentId: string, iface: string): string { return `${this.prefix}:lease:${agentId}:${iface}`; }
 
+  /** Outcome counts of jobs and of runs, by status. */
+  get statsJobs(): string { return `${this.prefix}:stats:jobs`; }
+  get statsRuns(): string { return `${this.prefix}:stats:runs`; }
+  /** A histogram's cumulative bucket counts (by `le`), `sum` and `count`. */
+  statsHistogram(name: string): string { return `${this.prefix}:stats:histogram:${name}`; }
+  /** The last result of every measured link, by its labels. */
+  get links(): string { return `${this.prefix}:links`; }
+
   agent(id: string): string { return `${this.prefix}:agent:${id}`; }
   get agents(): string { return `${this.prefix}:agents`; }
 

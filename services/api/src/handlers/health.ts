@@ -1,6 +1,10 @@
 import { HttpProblem } from '@niclab/shared/problem';
 import type { Handler } from '../handler.js';
 
+export const getMetrics: Handler = async (_request, { metrics }) => {
+  return { status: 200, raw: { contentType: metrics.registry.contentType, text: await metrics.render() } };
+};
+
 export const getHealth: Handler = async () => ({ status: 200, body: { status: 'ok' } });
 
 export const getReady: Handler = async (_request, { redis }) => {

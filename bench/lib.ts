@@ -1,0 +1,73 @@
+/**
+ * What every benchmark shares: a virtual lab with niclab on it, bare tools run in the same
+ * namespaces for reference, and figures written to bench/results/<name>.json.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { command } from '@niclab/shared/command';
+import type { LabHost } from '@niclab/cli/lab/lab';
+import { freePort } from '../test/helpers/redis.js';
+
+export { startTestLab as startLab, flow, mbit } from '../test/helpers/lab.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Median and the spread (min, max) of per-pair ratios. */
+export function ratioSummary(ratios: number[]) {
+  return { median: round(median(ratios)), min: round(Math.min(...ratios)), max: round(Math.max(...ratios)), pairs: ratios.map((r) => round(r)) };
+}
+
+export const round = (value: number, digits = 4) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+export function machine() {
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kernel: '' };
+}
+
+export async function writeResult(name: string, figures: Record<string, unknown>): Promise<string> {
+  const dir = join(here, 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.json`);
+  const kernel = (await command('uname', ['-r'])).trim();
+  writeFileSync(file, `${JSON.stringify({ benchmark: name, at: new Date().toISOString(), machine: { ...machine(), kernel }, ...figures }, null, 2)}\n`);
+  return file;
+}
+
+function run(argv: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Bare iperf3 between two lab hosts with the given client options; returns the client's JSON. */
+export async function bareIperf3(from: LabHost, to: LabHost, seconds: number, options: string[] = []): Promise<any> {
+  const port = await freePort();
+  const server = run(['ip', 'netns', 'exec', to.namespace, 'iperf3', '-s', '-1', '-B', to.address, '-p', String(port), '--json', '--idle-timeout', String(seconds + 30)], (seconds + 40) * 1000);
+  const deadline = Date.now() + 5000;
+  while (!(await command('ip', ['netns', 'exec', to.namespace, 'ss', '-Hltn', `sport = :${port}`])).trim()) {
+    if (Date.now() > deadline) throw new Error('bare iperf3 server did not listen');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const client = await run(['ip', 'netns', 'exec', from.namespace, 'iperf3', '-c', to.address, '-p', String(port), '-B', from.address, '-t', String(seconds), '--json', ...options], (seconds + 40) * 1000);
+  const serverOut = await server;
+  if (client.code !== 0) throw new Error(`bare iperf3 failed: ${client.stderr || client.stdout.slice(0, 500)}`);
+  return { client: JSON.parse(client.stdout), server: JSON.parse(serverOut.stdout) };
+}

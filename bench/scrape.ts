@@ -1,0 +1,71 @@
+/**
+ * Scrape cost: /metrics with 100 and 1,000 simulated agents × 4 interfaces (registered and
+ * heartbeating as real agents do) and one measured link per interface. Time and size of a
+ * scrape, median and p99 of 30, and how they grow from the smaller fleet to the larger.
+ */
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { createApp } from '@niclab/api/app';
+import { createApiServices } from '@niclab/api/services';
+import { AgentRegistry } from '@niclab/shared/agent-registry';
+import { Keys } from '@niclab/shared/keys';
+import type { LinkLabels, LinkValues } from '@niclab/shared/stats';
+import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
+import { silentLog, testConfig } from '../test/helpers/stack.js';
+import { median, round, writeResult } from './lib.js';
+
+const INTERFACES = ['eth1', 'eth2', 'eth3', 'eth4'];
+const SCRAPES = 30;
+
+async function fleet(agents: number) {
+  const redis = await startTestRedis();
+  const config = testConfig(redis.url, { prefix: uniquePrefix() });
+  const services = createApiServices(config, silentLog);
+  const registry = new AgentRegistry(services.redis, new Keys(config.prefix));
+  try {
+    const ids = Array.from({ length: agents }, (_, i) => `host${String(i).padStart(4, '0')}`);
+    const now = new Date().toISOString();
+    for (const [i, id] of ids.entries()) {
+      await registry.heartbeat({
+        id, hostname: id, startedAt: now, version: 'bench', kernel: '6.1', heartbeatSeconds: 5,
+        engines: { builtin: { available: true, version: 'bench' }, iperf3: { available: true, version: 'iperf 3.12' } },
+        interfaces: INTERFACES.map((name, n) => ({ name, mac: `02:00:00:00:${(i % 256).toString(16).padStart(2, '0')}:0${n}`, mtu: 9000, speedBitsPerSecond: 25e9, operstate: 'up', driver: 'mlx5_core', addresses: [] })),
+      });
+      // One measured link per interface: this host's ethN to the next host's ethN.
+      const pipeline = services.redis.pipeline();
+      for (const iface of INTERFACES) {
+        const labels: LinkLabels = { src_agent: id, src_interface: iface, dst_agent: ids[(i + 1) % agents]!, dst_interface: iface, engine: 'builtin', protocol: 'tcp', test: 'stream', direction: 'forward', schedule: 'nightly' };
+        const values: LinkValues = { bitsPerSecond: 23.5e9, endedAt: Date.now() / 1000, pathVerified: 1, retransmits: 12, udpLossRatio: null, jitterSeconds: null, senderCpuSecondsPerBit: 4e-11, receiverCpuSecondsPerBit: 5e-11, rttSeconds: null };
+        pipeline.hset(new Keys(config.prefix).links, JSON.stringify(labels), JSON.stringify(values));
+      }
+      await pipeline.exec();
+    }
+    const server = createApp(services).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+    const times: number[] = [];
+    let bytes = 0;
+    let series = 0;
+    for (let i = 0; i < SCRAPES + 3; i++) {
+      const t0 = performance.now();
+      const text = await (await fetch(url)).text();
+      if (i >= 3) times.push(performance.now() - t0); // the first scrapes warm up the JIT
+      bytes = Buffer.byteLength(text);
+      series = text.split('\n').filter((l) => l && !l.startsWith('#')).length;
+    }
+    server.close();
+    times.sort((a, b) => a - b);
+    return { agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes, medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2) };
+  } finally {
+    await services.close();
+    await redis.stop();
+  }
+}
+
+const small = await fleet(100);
+console.log(`100 agents: scrape median ${small.medianMs} ms, p99 ${small.p99Ms} ms, ${small.series} series, ${(small.bytes / 1024).toFixed(0)} KiB`);
+const large = await fleet(1000);
+console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB`);
+const growth = { medianPerAgentRatio: round(large.medianMs / large.agents / (small.medianMs / small.agents)), bytesPerAgentRatio: round(large.bytes / large.agents / (small.bytes / small.agents)) };
+console.log(`growth 10x: median time per agent x${growth.medianPerAgentRatio}, bytes per agent x${growth.bytesPerAgentRatio}`);
+console.log(`written ${await writeResult('scrape', { scrapes: SCRAPES, small, large, growth })}`);

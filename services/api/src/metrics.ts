@@ -1,0 +1,146 @@
+/**
+ * /metrics: prom-client with every niclab figure computed from Redis at scrape time, so any
+ * API replica answers the same. Only the HTTP request histogram and the process metrics are
+ * this replica's own.
+ */
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Agent } from '@niclab/shared/contract';
+import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stats';
+import type { ApiServices } from './services.js';
+
+/** What one scrape reads from Redis, read once and shared by every metric of that scrape. */
+interface Snapshot {
+  links: { labels: LinkLabels; values: LinkValues }[];
+  agents: Agent[];
+  jobs: Record<string, number>;
+  runs: Record<string, number>;
+  jobsByStatus: Record<string, number>;
+  queue: Record<string, number>;
+  leasesHeld: number;
+  histograms: Record<HistogramName, { buckets: [string, number][]; sum: number; count: number }>;
+}
+
+const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+
+export interface Metrics {
+  registry: Registry;
+  /** One scrape: reads Redis once, then renders every metric from that read. */
+  render(): Promise<string>;
+  /** Express-independent: call with the route template (e.g. `/v1/jobs/{id}`) when a response ends. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+}
+
+export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'store' | 'agents' | 'jobsQueue'>): Metrics {
+  const { redis, keys, store, agents, jobsQueue } = services;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
+
+  let current: Promise<Snapshot> | undefined;
+  const read = async (): Promise<Snapshot> => {
+    const [links, agentList, jobs, runs, queue] = await Promise.all([
+      store.stats.links(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
+    ]);
+    const pipeline = redis.pipeline();
+    for (const status of JOB_STATUSES) pipeline.zcard(keys.jobIndex(status));
+    const leaseKeys = agentList.flatMap((a) => a.interfaces.map((i) => keys.lease(a.id, i.name)));
+    if (leaseKeys.length > 0) pipeline.exists(...leaseKeys);
+    const replies = (await pipeline.exec()) ?? [];
+    const jobsByStatus = Object.fromEntries(JOB_STATUSES.map((s, i) => [s, Number(replies[i]?.[1] ?? 0)]));
+    const leasesHeld = leaseKeys.length > 0 ? Number(replies[JOB_STATUSES.length]?.[1] ?? 0) : 0;
+    const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await store.stats.histogram(name)]))) as Snapshot['histograms'];
+    return { links, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms };
+  };
+  /** The read of the scrape in progress: prom-client collects every metric of a scrape at once. */
+  const snapshot = (): Promise<Snapshot> => (current ??= read());
+
+  /** A metric rendered from the scrape's snapshot: no per-series bookkeeping in prom-client. */
+  type Sample = { labels: Record<string, string>; value: number };
+  const fromSnapshot = (name: string, help: string, type: 'gauge' | 'counter', samples: (s: Snapshot) => Sample[]) =>
+    registry.registerMetric({
+      name, help, type, aggregator: 'sum',
+      async get() {
+        return { name, help, type, aggregator: 'sum', values: samples(await snapshot()) };
+      },
+    } as never);
+
+  // The last result of every measured link.
+  const linkGauge = (name: string, help: string, pick: (v: LinkValues) => number | null) =>
+    fromSnapshot(name, help, 'gauge', (s) =>
+      s.links.flatMap(({ labels, values }) => {
+        const value = pick(values);
+        return value === null || value === undefined ? [] : [{ labels: labels as unknown as Record<string, string>, value }];
+      }));
+  linkGauge('niclab_link_throughput_bits_per_second', 'Goodput of the link\'s last run, as received (bits/s).', (v) => v.bitsPerSecond);
+  linkGauge('niclab_link_last_run_timestamp_seconds', 'When the link\'s last run ended (Unix seconds). Prometheus samples at scrape time: this is the measurement\'s own time.', (v) => v.endedAt);
+  linkGauge('niclab_link_path_verified', '1 when the named interfaces\' counters carried the last run\'s bytes, 0 when they did not.', (v) => v.pathVerified);
+  linkGauge('niclab_link_retransmits', 'TCP retransmits of the link\'s last run (sender side).', (v) => v.retransmits);
+  linkGauge('niclab_link_udp_loss_ratio', 'UDP datagrams lost / sent in the link\'s last run.', (v) => v.udpLossRatio);
+  linkGauge('niclab_link_jitter_seconds', 'RFC 3550 interarrival jitter of the link\'s last UDP run.', (v) => v.jitterSeconds);
+  linkGauge('niclab_link_sender_cpu_seconds_per_bit', 'Sender CPU seconds per bit sent in the link\'s last run.', (v) => v.senderCpuSecondsPerBit);
+  linkGauge('niclab_link_receiver_cpu_seconds_per_bit', 'Receiver CPU seconds per bit received in the link\'s last run.', (v) => v.receiverCpuSecondsPerBit);
+  fromSnapshot('niclab_link_rtt_seconds', 'Round-trip time percentiles of the link\'s last request/response (rr) run.', 'gauge', (s) =>
+    s.links.flatMap(({ labels, values }) =>
+      values.rttSeconds
+        ? ([['0.5', values.rttSeconds.p50], ['0.9', values.rttSeconds.p90], ['0.99', values.rttSeconds.p99]] as const).map(([quantile, value]) => ({ labels: { ...labels, quantile }, value }))
+        : []));
+
+  // Outcomes and the queue.
+  const outcomes = (s: Snapshot, which: 'jobs' | 'runs') => ['succeeded', 'failed', 'canceled'].map((outcome) => ({ labels: { outcome }, value: s[which][outcome] ?? 0 }));
+  fromSnapshot('niclab_runs_total', 'Runs ended, by outcome.', 'counter', (s) => outcomes(s, 'runs'));
+  fromSnapshot('niclab_jobs_total', 'Jobs ended, by outcome.', 'counter', (s) => outcomes(s, 'jobs'));
+  fromSnapshot('niclab_jobs', 'Jobs by status now.', 'gauge', (s) => Object.entries(s.jobsByStatus).map(([status, value]) => ({ labels: { status }, value })));
+  fromSnapshot('niclab_queue_jobs', 'BullMQ jobs in the coordinators\' queue, by state.', 'gauge', (s) => Object.entries(s.queue).map(([state, value]) => ({ labels: { state }, value })));
+  for (const name of Object.keys(HISTOGRAMS) as HistogramName[]) registry.registerMetric(redisHistogram(`niclab_${name}`, name === 'job_duration_seconds' ? 'Jobs from start to end (seconds).' : 'Jobs from submission to start (seconds).', async () => (await snapshot()).histograms[name]) as never);
+
+  // Agents and their interfaces.
+  fromSnapshot('niclab_agents', 'Registered agents, online or not.', 'gauge', (s) => [
+    { labels: { state: 'online' }, value: s.agents.filter((a) => a.online).length },
+    { labels: { state: 'offline' }, value: s.agents.filter((a) => !a.online).length },
+  ]);
+  fromSnapshot('niclab_agent_up', '1 while the agent heartbeats, 0 once it missed three heartbeats or stopped.', 'gauge', (s) => s.agents.map((a) => ({ labels: { agent: a.id }, value: a.online ? 1 : 0 })));
+  const interfaceGauge = (name: string, help: string, pick: (i: Agent['interfaces'][number]) => number | null) =>
+    fromSnapshot(name, help, 'gauge', (s) =>
+      s.agents.flatMap((agent) =>
+        agent.interfaces.flatMap((iface) => {
+          const value = pick(iface);
+          return value === null ? [] : [{ labels: { agent: agent.id, interface: iface.name }, value }];
+        })));
+  interfaceGauge('niclab_interface_speed_bits_per_second', 'Link speed the driver reports (absent where it reports none, e.g. lo).', (i) => i.speedBitsPerSecond);
+  interfaceGauge('niclab_interface_mtu_bytes', 'Interface MTU.', (i) => i.mtu);
+  fromSnapshot('niclab_leases_held', 'Interfaces a run holds a lease on now.', 'gauge', (s) => [{ labels: {}, value: s.leasesHeld }]);
+
+  const requests = new Histogram({
+    name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',
+    labelNames: ['method', 'route', 'status'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
+  });
+  return {
+    registry,
+    async render() {
+      current = read();
+      current.catch(() => undefined);
+      return registry.metrics();
+    },
+    observeRequest(method, route, status, seconds) {
+      requests.observe({ method, route, status: String(status) }, seconds);
+    },
+  };
+}
+
+/** A histogram whose buckets live in Redis (cumulative counts by `le`), in prom-client's metric shape. */
+function redisHistogram(name: string, help: string, read: () => Promise<{ buckets: [string, number][]; sum: number; count: number }>) {
+  return {
+    name, help, type: 'histogram', aggregator: 'sum',
+    async get() {
+      const { buckets, sum, count } = await read();
+      return {
+        name, help, type: 'histogram', aggregator: 'sum',
+        values: [
+          ...buckets.map(([le, value]) => ({ metricName: `${name}_bucket`, labels: { le }, value })),
+          { metricName: `${name}_sum`, labels: {}, value: sum },
+          { metricName: `${name}_count`, labels: {}, value: count },
+        ],
+      };
+    },
+  };
+}

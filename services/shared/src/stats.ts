@@ -1,0 +1,128 @@
+/**
+ * What /metrics shows, kept in Redis as it happens: outcome counters, histogram buckets and
+ * the last result of every measured link. Any API replica computes the same metrics from it
+ * at scrape time.
+ */
+import type { Redis } from 'ioredis';
+import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run } from './contract.js';
+import type { Keys } from './keys.js';
+
+/** Upper bounds (seconds) of the job histograms' buckets. */
+export const HISTOGRAMS = {
+  job_duration_seconds: [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400],
+  job_queue_wait_seconds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+} as const;
+export type HistogramName = keyof typeof HISTOGRAMS;
+
+/** The labels of a link's last result: a small fixed set, never a job or run id. */
+export interface LinkLabels {
+  src_agent: string;
+  src_interface: string;
+  dst_agent: string;
+  dst_interface: string;
+  engine: string;
+  protocol: string;
+  test: string;
+  direction: string;
+  schedule: string;
+}
+
+
+/** One link's last result, in base units. */
+export interface LinkValues {
+  bitsPerSecond: number;
+  endedAt: number;
+  pathVerified: number | null;
+  retransmits: number | null;
+  udpLossRatio: number | null;
+  jitterSeconds: number | null;
+  senderCpuSecondsPerBit: number | null;
+  receiverCpuSecondsPerBit: number | null;
+  rttSeconds: { p50: number; p90: number; p99: number } | null;
+}
+
+const seconds = (from: string | null, to: string | null) => (from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : null);
+
+export class Stats {
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+
+  private observe(multi: ReturnType<Redis['multi']>, name: HistogramName, value: number): void {
+    const key = this.keys.statsHistogram(name);
+    for (const le of HISTOGRAMS[name]) if (value <= le) multi.hincrby(key, String(le), 1);
+    multi.hincrby(key, '+Inf', 1).hincrby(key, 'count', 1).hincrbyfloat(key, 'sum', value);
+  }
+
+  /** A job moved to `status`: queue wait when it started, outcome and duration when it ended. */
+  async jobMoved(job: Job, status: JobStatus): Promise<void> {
+    const multi = this.redis.multi();
+    if (status === 'running') {
+      const wait = seconds(job.createdAt, job.startedAt);
+      if (wait !== null) this.observe(multi, 'job_queue_wait_seconds', wait);
+    } else if (TERMINAL_STATUSES.includes(status)) {
+      multi.hincrby(this.keys.statsJobs, status, 1);
+      const duration = seconds(job.startedAt, job.finishedAt);
+      if (duration !== null) this.observe(multi, 'job_duration_seconds', duration);
+    } else {
+      return;
+    }
+    await multi.exec();
+  }
+
+  /** A run ended: its outcome, and each measured leg as its link's last result. */
+  async runEnded(job: Job, run: Run): Promise<void> {
+    const multi = this.redis.multi().hincrby(this.keys.statsRuns, run.status, 1);
+    const endedAt = Date.parse(run.finishedAt ?? new Date().toISOString()) / 1000;
+    for (const flow of run.flows) {
+      if (flow.error || flow.bitsPerSecond === null) continue;
+      multi.hset(this.keys.links, JSON.stringify(linkLabels(job, flow)), JSON.stringify(linkValues(flow, endedAt)));
+    }
+    await multi.exec();
+  }
+
+  async counts(which: 'jobs' | 'runs'): Promise<Record<string, number>> {
+    const raw = await this.redis.hgetall(which === 'jobs' ? this.keys.statsJobs : this.keys.statsRuns);
+    return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
+  }
+
+  async histogram(name: HistogramName): Promise<{ buckets: [string, number][]; sum: number; count: number }> {
+    const raw = await this.redis.hgetall(this.keys.statsHistogram(name));
+    const buckets = [...HISTOGRAMS[name].map(String), '+Inf'].map((le) => [le, Number(raw[le] ?? 0)] as [string, number]);
+    return { buckets, sum: Number(raw.sum ?? 0), count: Number(raw.count ?? 0) };
+  }
+
+  async links(): Promise<{ labels: LinkLabels; values: LinkValues }[]> {
+    const raw = await this.redis.hgetall(this.keys.links);
+    return Object.entries(raw).map(([labels, values]) => ({ labels: JSON.parse(labels) as LinkLabels, values: JSON.parse(values) as LinkValues }));
+  }
+}
+
+/** The data direction's ends: `src` sends, `dst` receives (a reverse leg sends from the flow's `to`). */
+export function linkLabels(job: Job, flow: FlowResult): LinkLabels {
+  const [src, dst] = flow.direction === 'forward' ? [flow.from, flow.to] : [flow.to, flow.from];
+  return {
+    src_agent: src.agent,
+    src_interface: src.interface,
+    dst_agent: dst.agent,
+    dst_interface: dst.interface,
+    engine: job.spec.engine,
+    protocol: job.spec.protocol,
+    test: job.spec.test,
+    direction: flow.direction,
+    schedule: job.spec.labels?.schedule ?? '',
+  };
+}
+
+function linkValues(flow: FlowResult, endedAt: number): LinkValues {
+  const perBit = (end: FlowResult['sender']) => (end && end.bytes > 0 ? end.cpuSeconds / (end.bytes * 8) : null);
+  return {
+    bitsPerSecond: flow.bitsPerSecond ?? 0,
+    endedAt,
+    pathVerified: flow.pathVerified === null ? null : flow.pathVerified ? 1 : 0,
+    retransmits: flow.retransmits,
+    udpLossRatio: flow.udp?.lossRatio ?? null,
+    jitterSeconds: flow.udp?.jitterSeconds ?? null,
+    senderCpuSecondsPerBit: perBit(flow.sender),
+    receiverCpuSecondsPerBit: perBit(flow.receiver),
+    rttSeconds: flow.rr ? { p50: flow.rr.rttSeconds.p50, p90: flow.rr.rttSeconds.p90, p99: flow.rr.rttSeconds.p99 } : null,
+  };
+}
