@@ -127,6 +127,10 @@ test('builtin UDP at a constant packet rate through the API: sent = received + l
   assert.ok(Math.abs(udp.achievedPacketsPerSecond - 1000) / 1000 < 0.01);
   assert.equal(sender.calls, 2000);
   assert.equal(receiver.calls, udp.received);
+  // Both ends on one kernel read one clock: the one-way delay is measured (and small on loopback).
+  const delay = udp.oneWayDelaySeconds;
+  assert.ok(delay.min >= 0 && delay.min <= delay.p50 && delay.p50 <= delay.p99 && delay.p99 <= delay.max, JSON.stringify(delay));
+  assert.ok(delay.p50 < 0.01, `p50 ${delay.p50} s on loopback`);
 });
 
 test('/metrics: two API replicas over one Redis answer the same, and the figures are the runs\' own', async () => {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
 import type { Keys } from '@niclab/shared/keys';
@@ -6,6 +7,10 @@ import { isInterfaceName } from '@niclab/shared/names';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { engineFor } from './engines/registry.js';
 import { bindAddress, counterDelta, isUsable, readCounters, readInterface } from './interfaces.js';
+
+/** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
+let bootId: Promise<string | undefined> | undefined;
+const readBootId = () => (bootId ??= readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((id) => id.trim(), () => undefined));
 
 /** Replies live long enough for a coordinator to read them, then expire. */
 const REPLY_TTL_SECONDS = 3600;
@@ -28,7 +33,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const log = deps.log.child({ jobId: task.jobId, runId: task.runId, leg: task.leg, role: task.role, interface: task.interface });
   const diagnostics: EndDiagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null, command: [] };
   const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
-    const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, ...rest };
+    const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, bootId: await readBootId(), ...rest };
     await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
     log.info({ outcome: error ? error.code : 'ok', bitsPerSecond: full.figures?.realBitsPerSecond }, 'task finished');
     return full;

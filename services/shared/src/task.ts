@@ -50,6 +50,7 @@ export interface EndUdp {
   outOfOrder?: number;
   duplicates?: number;
   jitterSeconds?: number;
+  oneWayDelaySeconds?: { min: number; mean: number; p50: number; p99: number; max: number };
 }
 
 /** One end's outcome (pushed on the run's results list). A failure is a report with an error, never a lost reply. */
@@ -67,6 +68,8 @@ export interface EndReport {
   rr?: RrFigures | null;
   /** The end's raw engine output was kept under keys.runRaw(runId). */
   rawKept?: boolean;
+  /** The kernel's boot id: two ends with the same one read the same clock. */
+  bootId?: string;
 }
 
 /** One direction of data of one flow: the flow's own (forward) or back from its `to` end (reverse). */

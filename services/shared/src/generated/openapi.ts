@@ -415,6 +415,18 @@ export interface components {
             targetPacketsPerSecond?: number;
             /** @description The rate the sender reached; below the target when the host could not keep up. */
             achievedPacketsPerSecond?: number;
+            /**
+             * @description Arrival time minus the send time each datagram carries (builtin engine). Present only
+             *     when both ends share one clock (the same kernel: one host, or namespaces of one host);
+             *     between hosts the clocks' offset would be all it measured. 1 µs resolution up to 1 s.
+             */
+            oneWayDelaySeconds?: {
+                min: number;
+                mean: number;
+                p50: number;
+                p99: number;
+                max: number;
+            };
         };
         /** @description Request/response figures, measured by the end that sends the requests. */
         RrFigures: {

@@ -1,7 +1,7 @@
 /**
  * The builtin engine's UDP process (rude/crude-style): the sender paces datagrams at a constant
  * packet rate, each carrying a sequence number and its send time; the receiver counts what
- * arrives, in order or not, and the interarrival jitter of RFC 3550.
+ * arrives, in order or not, the interarrival jitter of RFC 3550 and the one-way delay.
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
@@ -47,6 +47,39 @@ function buffers(socket: Socket) {
   return { sendBytes: socket.getSendBufferSize(), receiveBytes: socket.getRecvBufferSize() };
 }
 
+/**
+ * One-way delays in whole microseconds up to 1 s (4 MB of counters, whatever the run's
+ * length); longer ones count in the last bucket and the maximum.
+ */
+class DelayHistogram {
+  private readonly counts = new Uint32Array(1_000_001);
+  private count = 0;
+  private sum = 0;
+  private min = Infinity;
+  private max = -Infinity;
+
+  add(micros: number): void {
+    this.counts[Math.min(this.counts.length - 1, Math.max(0, Math.round(micros)))]! += 1;
+    this.count += 1;
+    this.sum += micros;
+    if (micros < this.min) this.min = micros;
+    if (micros > this.max) this.max = micros;
+  }
+
+  summary(): { min: number; mean: number; p50: number; p99: number; max: number } {
+    const at = (q: number) => {
+      const rank = Math.ceil(q * this.count);
+      let seen = 0;
+      for (let us = 0; us < this.counts.length; us++) {
+        seen += this.counts[us]!;
+        if (seen >= rank) return us / 1e6;
+      }
+      return this.max / 1e6;
+    };
+    return { min: this.min / 1e6, mean: this.sum / this.count / 1e6, p50: at(0.5), p99: at(0.99), max: this.max / 1e6 };
+  }
+}
+
 function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
   const { duration, interval } = input.params;
@@ -59,6 +92,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let highest = -1;
     let jitter = 0;
     let lastTransit: number | null = null;
+    const delay = new DelayHistogram();
     let firstAt = 0;
     let lastAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
@@ -69,7 +103,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       const result: UdpChildResult = {
         figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: sampler.finish(lastAt),
-        udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6 },
+        udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6, ...(received > 0 ? { oneWayDelaySeconds: delay.summary() } : {}) },
         socketBuffers: buffers(socket),
       };
       socket.close();
@@ -108,6 +142,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       const transit = (performance.timeOrigin + arrival) * 1000 - message.readDoubleBE(20);
       if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
       lastTransit = transit;
+      delay.add(transit);
     });
     socket.bind({ address: input.address, port: 0 }, () => send({ type: 'ready', port: socket.address().port }));
   });
