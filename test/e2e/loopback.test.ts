@@ -1,31 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ApiClient } from '../helpers/api-client.js';
-import { childPids, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
-import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import type { ApiClient } from '../helpers/api-client.js';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
 
-let redis: TestRedis;
-let api: NiclabProcess;
-let agent: NiclabProcess;
+let niclab: TestNiclab;
 let client: ApiClient;
 let env: Record<string, string>;
 const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
 
 before(async () => {
-  redis = await startTestRedis();
-  const port = await freePort();
-  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
-  api = spawnNiclab(['api'], env);
-  agent = spawnNiclab(['agent', '--id', 'e2e'], env);
-  client = new ApiClient(`http://127.0.0.1:${port}`);
-  await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`)).ok);
-  await waitFor('agent e2e to be online', async () => (await client.call('getAgent', 'GET', '/v1/agents/e2e')).body.online);
+  niclab = await startNiclab(['e2e']);
+  ({ client, env } = niclab);
 });
 
 after(async () => {
-  await agent?.stop();
-  await api?.stop();
-  await redis?.stop();
+  await niclab?.stop();
 });
 
 test('a TCP job over loopback goes queued -> running -> succeeded with both ends measured', async () => {
@@ -79,7 +70,7 @@ test('canceling a running job ends it within 2 s, engine processes included', as
   const id = submitted.body.id;
   // Running, with both ends' engine processes started under the agent.
   const engines = await waitFor('both engine processes', () => {
-    const pids = childPids(agent.pid);
+    const pids = childPids(niclab.agents[0]!.pid);
     return pids.length >= 2 ? pids : null;
   }, 15_000, 20);
   assert.equal((await client.job(id)).body.status, 'running');

@@ -1,7 +1,8 @@
 import { readFile, readdir, readlink } from 'node:fs/promises';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, release } from 'node:os';
 import { basename } from 'node:path';
-import type { AgentInterface, NicDelta } from '@niclab/shared/contract';
+import { command } from '@niclab/shared/command';
+import type { AgentInterface, EndDiagnostics, NicDelta } from '@niclab/shared/contract';
 import { isInterfaceName } from '@niclab/shared/names';
 
 const SYS = '/sys/class/net';
@@ -87,4 +88,28 @@ export function counterDelta(before: Counters, after: Counters): Counters {
   const out = {} as Counters;
   for (const key of Object.keys(COUNTERS) as (keyof Counters)[]) out[key] = after[key] - before[key];
   return out;
+}
+
+type Environment = NonNullable<EndDiagnostics['environment']>;
+const drivers = new Map<string, { at: number; info: Promise<{ driver: string | null; firmware: string | null }> }>();
+
+/** `ethtool -i`: driver and firmware, asked at most once a minute per interface. */
+function driverInfo(name: string): Promise<{ driver: string | null; firmware: string | null }> {
+  const cached = drivers.get(name);
+  if (cached && Date.now() - cached.at < 60_000) return cached.info;
+  const info = command('ethtool', ['-i', name]).then(
+    (out) => {
+      const field = (key: string) => out.match(new RegExp(`^${key}:[ \\t]*(.*)$`, 'm'))?.[1]?.trim() || null;
+      return { driver: field('driver'), firmware: field('firmware-version') };
+    },
+    () => ({ driver: null, firmware: null }),
+  );
+  drivers.set(name, { at: Date.now(), info });
+  return info;
+}
+
+/** What a comparison needs to know about the host under an end: kernel, driver, firmware, link, buffer limits. */
+export async function readEnvironment(iface: AgentInterface): Promise<Environment> {
+  const [{ driver, firmware }, rmemMax, wmemMax] = await Promise.all([driverInfo(iface.name), read('/proc/sys/net/core/rmem_max'), read('/proc/sys/net/core/wmem_max')]);
+  return { kernel: release(), driver: driver ?? iface.driver, firmware, mtu: iface.mtu, speedBitsPerSecond: iface.speedBitsPerSecond, rmemMax: int(rmemMax), wmemMax: int(wmemMax) };
 }

@@ -6,7 +6,7 @@ import type { Logger } from '@niclab/shared/logger';
 import { isInterfaceName } from '@niclab/shared/names';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { engineFor } from './engines/registry.js';
-import { bindAddress, counterDelta, isUsable, readCounters, readInterface } from './interfaces.js';
+import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;
@@ -50,6 +50,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const address = bindAddress(iface);
   if (!address) return report({ code: 'no_address', message: `interface ${task.interface} on agent ${deps.agentId} has no address` });
   diagnostics.address = address;
+  diagnostics.environment = await readEnvironment(iface);
 
   log.info({ engine: task.engine }, 'task started');
   const before = await readCounters(task.interface);

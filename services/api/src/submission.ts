@@ -23,6 +23,7 @@ function consistency(spec: JobSpec): FieldError[] {
     if (spec.direction === 'bidir') errors.push({ field: 'body.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
     if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
   }
+  if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push({ field: 'body.tuning', message: 'tuning is not supported by this niclab version yet' });
   if (spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
   const runs = planRuns(spec).length;
@@ -56,6 +57,14 @@ function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
 }
 
 /** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
+/** Defaults the schema cannot state (they depend on other fields), filled in so the stored job shows them. */
+export function withDefaults(spec: JobSpec): JobSpec {
+  const filled = { ...spec };
+  if (typeof filled.repeat === 'object') filled.repeat = { confidence: 0.95, halfWidthPercent: 2.5, ...filled.repeat };
+  if (filled.test === 'rr') filled.rr = { requestSize: 1, responseSize: 1, ...filled.rr };
+  return filled;
+}
+
 export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError[] {
   const errors = consistency(spec);
   const agents = new Map(registered.map((agent) => [agent.id, agent]));

@@ -8,7 +8,8 @@ import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
-import { legsOf, paramsAt, planRuns, type PlannedRun } from '@niclab/shared/plan';
+import { expectedRuns, pointStates } from '@niclab/shared/campaign';
+import { legsOf, paramsAt, planRuns, pointKey, type PlannedRun } from '@niclab/shared/plan';
 import { createRedis } from '@niclab/shared/redis';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/task';
 import { collect } from './collect.js';
@@ -99,8 +100,11 @@ export class Coordinator {
       let failed = [...done.values()].filter((r) => r.status === 'failed');
       const targets: LeaseTarget[] = job.spec.flows.flatMap((f) => [f.from, f.to]);
       log.info({ runs: planned.length, resumedAt: done.size }, 'job started');
+      const finished = () => [...done.values()].filter((r) => r.status !== 'canceled');
       for (const plan of planned) {
         if (done.has(plan.index)) continue;
+        // Adaptive repetition: a point whose interval is tight enough needs no more runs.
+        if (pointStates(job.spec, finished()).get(pointKey(plan.point))?.settled) continue;
         const runId = randomUUID();
         if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
         try {
@@ -113,7 +117,7 @@ export class Coordinator {
           if (run.status === 'queued') break; // interrupted by shutdown: it runs again on resume
           done.set(plan.index, run);
           if (run.status === 'failed') failed = [...failed, run];
-          await this.store.setProgress(jobId, done.size, planned.length);
+          await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, pointStates(job.spec, finished())));
         } finally {
           await this.leases.release(runId, targets);
         }
@@ -130,8 +134,8 @@ export class Coordinator {
       } else {
         const first = failed[0]?.error;
         const error: ErrorInfo = {
-          code: failed.length === planned.length && first ? first.code : 'runs_failed',
-          message: `${failed.length} of ${planned.length} runs failed${first ? `; first: ${first.message}` : ''}`,
+          code: failed.length === done.size && first ? first.code : 'runs_failed',
+          message: `${failed.length} of ${done.size} runs failed${first ? `; first: ${first.message}` : ''}`,
         };
         await this.store.transition(jobId, ['running'], 'failed', { finishedAt, error });
       }

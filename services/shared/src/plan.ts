@@ -7,9 +7,28 @@ export interface PlannedRun {
   repetition: number;
 }
 
-const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+export const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
 
-/** The sweep's cartesian product in a stable order, each point repeated `repeat` times in a row. */
+/** How many runs a point gets: `min` always, up to `max` while the interval is too wide. */
+export interface Repetitions {
+  min: number;
+  max: number;
+  adaptive: { confidence: number; halfWidthPercent: number } | null;
+}
+
+export function repetitions(spec: JobSpec): Repetitions {
+  const repeat = spec.repeat;
+  if (typeof repeat === 'number') return { min: repeat, max: repeat, adaptive: null };
+  return { min: repeat.min, max: repeat.max, adaptive: { confidence: repeat.confidence ?? 0.95, halfWidthPercent: repeat.halfWidthPercent ?? 2.5 } };
+}
+
+/** The same point, as a stable key (runs of one point share it). */
+export function pointKey(point: SweepPoint): string {
+  return JSON.stringify(DIMENSIONS.filter((d) => point[d] !== undefined).map((d) => [d, point[d]]));
+}
+
+/** The sweep's cartesian product in a stable order. */
 export function sweepPoints(spec: JobSpec): SweepPoint[] {
   let points: SweepPoint[] = [{}];
   for (const dimension of DIMENSIONS) {
@@ -20,10 +39,15 @@ export function sweepPoints(spec: JobSpec): SweepPoint[] {
   return points;
 }
 
+/**
+ * Every run the job may make, each point's repetitions in a row. With adaptive repetition a
+ * point's runs beyond `min` are made only while its interval is still too wide.
+ */
 export function planRuns(spec: JobSpec): PlannedRun[] {
   const runs: PlannedRun[] = [];
+  const { max } = repetitions(spec);
   for (const point of sweepPoints(spec)) {
-    for (let repetition = 1; repetition <= spec.repeat; repetition++) runs.push({ index: runs.length, point, repetition });
+    for (let repetition = 1; repetition <= max; repetition++) runs.push({ index: runs.length, point, repetition });
   }
   return runs;
 }
@@ -36,7 +60,7 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
     duration: spec.duration,
     bufferLength: point.bufferLength ?? spec.bufferLength,
     streams: point.streams ?? spec.streams,
-    noDelay: spec.noDelay,
+    noDelay: point.noDelay ?? spec.noDelay,
     interval: spec.interval,
   };
   const socketBuffer = point.socketBuffer ?? spec.socketBuffer;

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { TERMINAL_STATUSES, type JobSpec, type JobStatus } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
+import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/compare';
+import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
 import type { Handler } from '../handler.js';
-import { submissionErrors } from '../submission.js';
+import { submissionErrors, withDefaults } from '../submission.js';
 
 export const createJob: Handler = async ({ body }, { store, agents, jobsQueue, log }) => {
-  const spec = body as JobSpec;
+  const spec = withDefaults(body as JobSpec);
   const errors = submissionErrors(spec, await agents.list());
   if (errors.length > 0) throw HttpProblem.invalid(errors, 'The job cannot run as specified.');
   const id = randomUUID();
@@ -38,6 +40,26 @@ export const listRuns: Handler = async ({ params }, { store }) => {
   const id = params.id as string;
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
   return { status: 200, body: { items: await store.listRuns(id) } };
+};
+
+export const getReport: Handler = async ({ params, query }, { store }) => {
+  const id = params.id as string;
+  const job = await store.get(id);
+  if (!job) throw HttpProblem.notFound(`Job ${id}`);
+  const runs = await store.listRuns(id);
+  const report = buildReport(job, runs);
+  if (query.format === 'csv') return { status: 200, raw: { contentType: 'text/csv; charset=utf-8', text: reportCsv(report) }, headers: { 'Content-Disposition': `attachment; filename="niclab-${id}.csv"` } };
+  if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: reportTable(job, runs, report) } };
+  return { status: 200, body: report };
+};
+
+export const compareJobs: Handler = async ({ query }, { store }) => {
+  const [baseline, candidate] = await Promise.all([store.get(query.baseline as string), store.get(query.candidate as string)]);
+  if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline as string}`);
+  if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate as string}`);
+  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), query.minChangePercent as number);
+  if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
+  return { status: 200, body: comparison };
 };
 
 export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) => {

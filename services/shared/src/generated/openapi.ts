@@ -71,6 +71,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Statistics of the job's runs per sweep point, per flow and summed
+         * @description Means, standard deviations, min, max, the confidence interval of the mean, the
+         *     coefficient of variation and n over each point's succeeded runs. `csv` has one header
+         *     row and a row per point, flow (or `total`) and metric; `table` prints nttcp's columns
+         *     (local = sender, remote = receiver, each the mean over the runs) for a terminal.
+         */
+        get: operations["getReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/runs/{index}/flows/{flow}/{end}/raw": {
         parameters: {
             query?: never;
@@ -91,6 +116,31 @@ export interface paths {
          *     run's `diagnostics.sender.rawOutput` / `diagnostics.receiver.rawOutput` link here.
          */
         get: operations["getRawOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A/B comparison of two jobs, point by point, with a verdict
+         * @description Points are matched by their sweep values. For each: the baseline and candidate means of
+         *     the headline figure (throughput summed over flows, or rr transactions/s), the % change
+         *     with its 95% interval (the Welch interval of the difference over the baseline mean),
+         *     Welch's t-test p-value and a verdict. Higher is better. Differences in the environment
+         *     under the runs (kernel, driver, firmware, MTU, link speed, socket-buffer limits, engine
+         *     version) are listed; points are flagged when one is not explained by what you varied.
+         */
+        get: operations["compareJobs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -278,10 +328,12 @@ export interface components {
              */
             interval: number;
             /**
-             * @description Runs per sweep point.
+             * @description Runs per sweep point: a number, or adaptive as netperf -i/-I: at least `min` runs,
+             *     then more until the confidence interval of the point's mean is within
+             *     `halfWidthPercent` of the mean, or `max` runs were made. The report says which.
              * @default 1
              */
-            repeat: number;
+            repeat: number | components["schemas"]["AdaptiveRepeat"];
             /** @description Each list is a dimension; runs cover the cartesian product. */
             sweep?: {
                 bufferLength?: number[];
@@ -291,6 +343,7 @@ export interface components {
                 rate?: components["schemas"]["UdpRate"][];
                 requestSize?: number[];
                 responseSize?: number[];
+                noDelay?: boolean[];
             };
             labels?: {
                 [key: string]: string;
@@ -306,6 +359,123 @@ export interface components {
                     [key: string]: string | number | boolean;
                 };
             };
+        };
+        Stats: {
+            n: number;
+            mean: number;
+            /** @description Sample standard deviation (n - 1). */
+            standardDeviation: number;
+            min: number;
+            max: number;
+            /** @description The interval of the mean at the report's confidence (Student t); the mean itself when n = 1. */
+            confidenceInterval: number[];
+            coefficientOfVariation: number;
+        };
+        NullableStats: null | components["schemas"]["Stats"];
+        Report: {
+            jobId: components["schemas"]["Id"];
+            status: components["schemas"]["JobStatus"];
+            /** @description The figure points are judged by (adaptive repetition, comparisons), summed over the run's flows. */
+            headline: {
+                /** @enum {string} */
+                name: "bitsPerSecond" | "transactionsPerSecond";
+                unit: string;
+            };
+            confidence: number;
+            /** @description The swept fields. */
+            dimensions: string[];
+            points: {
+                point: components["schemas"]["SweepPoint"];
+                runs: {
+                    succeeded: number;
+                    failed: number;
+                };
+                /**
+                 * @description `fixed` (all of `repeat`), `confidence` (the interval got tight enough), `max` (adaptive, not tight by `max`), null while runs remain.
+                 * @enum {string|null}
+                 */
+                stoppedBy: "fixed" | "confidence" | "max" | null;
+                /** @description Half the headline interval's width, % of its mean. */
+                halfWidthPercent: number | null;
+                flows: {
+                    flowIndex: number;
+                    /** @enum {string} */
+                    direction: "forward" | "reverse";
+                    from: components["schemas"]["Endpoint"];
+                    to: components["schemas"]["Endpoint"];
+                    bitsPerSecond: components["schemas"]["NullableStats"];
+                    retransmits: components["schemas"]["NullableStats"];
+                    udpLossRatio: components["schemas"]["NullableStats"];
+                    jitterSeconds: components["schemas"]["NullableStats"];
+                    transactionsPerSecond: components["schemas"]["NullableStats"];
+                    rttP50Seconds: components["schemas"]["NullableStats"];
+                    rttP99Seconds: components["schemas"]["NullableStats"];
+                    senderCpuSeconds: components["schemas"]["NullableStats"];
+                    receiverCpuSeconds: components["schemas"]["NullableStats"];
+                }[];
+                /** @description Each run's figures summed over its flows. */
+                total: {
+                    bitsPerSecond: components["schemas"]["NullableStats"];
+                    retransmits: components["schemas"]["NullableStats"];
+                    transactionsPerSecond: components["schemas"]["NullableStats"];
+                };
+            }[];
+            failedRuns: {
+                index: number;
+                point: components["schemas"]["SweepPoint"];
+                repetition: number;
+                error: components["schemas"]["Error"];
+            }[];
+        };
+        Comparison: {
+            baseline: components["schemas"]["Id"];
+            candidate: components["schemas"]["Id"];
+            headline: {
+                /** @enum {string} */
+                name: "bitsPerSecond" | "transactionsPerSecond";
+                unit: string;
+            };
+            higherIsBetter: boolean;
+            confidence: number;
+            minChangePercent: number;
+            /** @description Spec fields that differ between the two jobs. */
+            variedByUser: string[];
+            environmentDifferences: {
+                /** @description The end, e.g. `flow 0 receiver`. */
+                where: string;
+                field: string;
+                baseline: string;
+                candidate: string;
+                /** @description True when a spec field you changed explains it (engine -> engine version). */
+                variedByUser: boolean;
+            }[];
+            points: {
+                point: components["schemas"]["SweepPoint"];
+                baseline: components["schemas"]["SideSummary"];
+                candidate: components["schemas"]["SideSummary"];
+                changePercent: number | null;
+                changePercentInterval: null | number[];
+                pValue: number | null;
+                /** @enum {string} */
+                verdict: "better" | "worse" | "no significant change" | "not comparable";
+                /** @description Why the point is not comparable. */
+                reason: string | null;
+                /** @description Something you did not vary differs in the environment. */
+                environmentFlagged: boolean;
+            }[];
+        };
+        SideSummary: {
+            n: number;
+            mean: number;
+            standardDeviation: number;
+        };
+        AdaptiveRepeat: {
+            min: number;
+            max: number;
+            /** @description Confidence level of the interval (default 0.95). */
+            confidence?: number;
+            /** @description Half the interval's width as a percentage of the mean (default 2.5). */
+            halfWidthPercent?: number;
         };
         /** @enum {string} */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
@@ -332,7 +502,9 @@ export interface components {
             /** Format: date-time */
             finishedAt: string | null;
             progress: {
+                /** @description Runs finished */
                 runsDone: number;
+                /** @description Runs the job will make. With adaptive repetition an upper bound (every point at `max`) that shrinks as points settle. */
                 runsTotal: number;
             };
             error: null | components["schemas"]["Error"];
@@ -352,6 +524,7 @@ export interface components {
             rate?: components["schemas"]["UdpRate"];
             requestSize?: number;
             responseSize?: number;
+            noDelay?: boolean;
         };
         Run: {
             id: components["schemas"]["Id"];
@@ -456,6 +629,18 @@ export interface components {
             engineVersion?: string;
             /** @description Path of this end's raw engine output (iperf3 JSON), where it was kept. */
             rawOutput?: string;
+            /** @description The host under this end at the time of the run, for comparisons. */
+            environment?: {
+                kernel: string;
+                driver: string | null;
+                firmware: string | null;
+                mtu: number | null;
+                speedBitsPerSecond: number | null;
+                /** @description net.core.rmem_max */
+                rmemMax: number | null;
+                /** @description net.core.wmem_max */
+                wmemMax: number | null;
+            };
             /** @description The effective SO_SNDBUF/SO_RCVBUF of this end's sockets, read back after setting them. */
             socketBuffers?: {
                 sendBytes: number;
@@ -707,6 +892,34 @@ export interface operations {
             422: components["responses"]["Problem"];
         };
     };
+    getReport: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv" | "table";
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                    "text/csv": string;
+                    "text/plain": string;
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
     getRawOutput: {
         parameters: {
             query?: never;
@@ -730,6 +943,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": unknown;
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    compareJobs: {
+        parameters: {
+            query: {
+                baseline: components["schemas"]["Id"];
+                candidate: components["schemas"]["Id"];
+                /** @description A change smaller than this is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". */
+                minChangePercent?: number;
+                format?: "json" | "table";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comparison"];
+                    "text/plain": string;
                 };
             };
             404: components["responses"]["Problem"];

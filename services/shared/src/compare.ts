@@ -1,0 +1,150 @@
+/**
+ * A/B comparison of two campaigns: points matched by their sweep values, Welch's t-test on the
+ * headline figure, a verdict, and what differed in the environment under them.
+ */
+import { headline, runValue } from './campaign.js';
+import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
+import type { components } from './generated/openapi.js';
+import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
+import { pointLabel, alignTable } from './report.js';
+import { summarize, welch } from './statistics.js';
+
+export type Comparison = components['schemas']['Comparison'];
+type ComparedPoint = Comparison['points'][number];
+type Difference = Comparison['environmentDifferences'][number];
+type Environment = NonNullable<EndDiagnostics['environment']>;
+
+const ENVIRONMENT: (keyof Environment | 'engineVersion')[] = ['kernel', 'driver', 'firmware', 'mtu', 'speedBitsPerSecond', 'rmemMax', 'wmemMax', 'engineVersion'];
+/** Spec fields that, when they differ, explain a difference in these environment fields. */
+const EXPLAINED_BY: Partial<Record<(typeof ENVIRONMENT)[number], (keyof JobSpec)[]>> = { engineVersion: ['engine'] };
+
+/** What the user varied between the two jobs: the spec fields (other than labels) that differ. */
+function varied(a: JobSpec, b: JobSpec): string[] {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)].filter((k) => k !== 'labels' && k !== 'sweep' && k !== 'repeat'));
+  return [...keys].filter((k) => JSON.stringify(a[k as keyof JobSpec]) !== JSON.stringify(b[k as keyof JobSpec])).sort();
+}
+
+/** Per end position (`flow 0 sender`), each environment field's values over the runs. */
+function environments(runs: Run[]): Map<string, Map<string, Set<string>>> {
+  const found = new Map<string, Map<string, Set<string>>>();
+  for (const run of runs) {
+    run.flows.forEach((flow, leg) => {
+      for (const end of ['sender', 'receiver'] as const) {
+        const d = flow.diagnostics[end];
+        if (!d) continue;
+        const where = `flow ${leg} ${end}`;
+        const fields = found.get(where) ?? new Map<string, Set<string>>();
+        found.set(where, fields);
+        for (const field of ENVIRONMENT) {
+          const value = field === 'engineVersion' ? d.engineVersion : d.environment?.[field];
+          if (value === undefined) continue;
+          fields.set(field, (fields.get(field) ?? new Set()).add(String(value)));
+        }
+      }
+    });
+  }
+  return found;
+}
+
+function environmentDifferences(baseRuns: Run[], candRuns: Run[], userVaried: string[]): Difference[] {
+  const base = environments(baseRuns);
+  const cand = environments(candRuns);
+  const out: Difference[] = [];
+  for (const [where, fields] of base) {
+    for (const [field, values] of fields) {
+      const other = cand.get(where)?.get(field);
+      if (!other) continue;
+      const b = [...values].sort().join(', ');
+      const c = [...other].sort().join(', ');
+      if (b === c) continue;
+      const explainedBy = (EXPLAINED_BY[field as keyof typeof EXPLAINED_BY] ?? []).filter((k) => userVaried.includes(k));
+      out.push({ where, field, baseline: b, candidate: c, variedByUser: explainedBy.length > 0 });
+    }
+  }
+  return out;
+}
+
+export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1): Comparison {
+  const metric = headline(baseline.spec);
+  const userVaried = varied(baseline.spec, candidate.spec);
+  const notComparable = metric.name !== headline(candidate.spec).name ? `the baseline measures ${metric.name}, the candidate ${headline(candidate.spec).name}` : null;
+  const differences = environmentDifferences(baseRuns.filter((r) => r.status === 'succeeded'), candRuns.filter((r) => r.status === 'succeeded'), userVaried);
+  const unexplained = differences.filter((d) => !d.variedByUser);
+  const confidence = 0.95;
+  const keys = new Map<string, SweepPoint>();
+  for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
+  const points: ComparedPoint[] = [...keys].map(([key, point]) => {
+    const values = (spec: JobSpec, runs: Run[]) => runs.filter((r) => pointKey(r.point) === key).map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
+    const b = summarize(values(baseline.spec, baseRuns), confidence);
+    const c = summarize(values(candidate.spec, candRuns), confidence);
+    const w = welch(b, c, confidence);
+    const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
+    const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;
+    const reason = notComparable ?? missing ?? few;
+    const pct = (x: number) => (b.mean !== 0 ? (x / b.mean) * 100 : 0);
+    let verdict: ComparedPoint['verdict'] = 'not comparable';
+    const significant = !reason && w.pValue! < 1 - confidence && Math.abs(pct(w.difference)) >= minChangePercent;
+    if (!reason) verdict = significant ? (w.difference > 0 ? 'better' : 'worse') : 'no significant change';
+    return {
+      point,
+      baseline: { n: b.n, mean: b.mean, standardDeviation: b.standardDeviation },
+      candidate: { n: c.n, mean: c.mean, standardDeviation: c.standardDeviation },
+      changePercent: b.n && c.n ? pct(w.difference) : null,
+      changePercentInterval: b.n >= 2 && c.n >= 2 ? [pct(w.differenceInterval[0]), pct(w.differenceInterval[1])] : null,
+      pValue: reason ? null : w.pValue,
+      verdict,
+      reason,
+      environmentFlagged: unexplained.length > 0,
+    };
+  });
+  return {
+    baseline: baseline.id,
+    candidate: candidate.id,
+    headline: metric,
+    higherIsBetter: true,
+    confidence,
+    minChangePercent,
+    variedByUser: userVaried,
+    environmentDifferences: differences,
+    points,
+  };
+}
+
+const fmt = (value: number, metric: Comparison['headline']) => (metric.name === 'bitsPerSecond' ? (value / 1e6).toFixed(2) : value.toFixed(1));
+
+/**
+ * Seed 001's table: points grouped by every swept field but the last, a line per point with
+ * orig, new and % change (with its interval, p and verdict), and each group's average change.
+ */
+export function comparisonTable(c: Comparison, dimensions: string[]): string {
+  const unit = c.headline.name === 'bitsPerSecond' ? 'Mbit/s' : c.headline.unit;
+  const last = dimensions.at(-1);
+  const groupOf = (p: SweepPoint) => pointLabel(Object.fromEntries(Object.entries(p).filter(([k]) => k !== last)) as SweepPoint);
+  const lineOf = (p: SweepPoint) => (last ? pointLabel({ [last]: p[last as keyof SweepPoint] } as SweepPoint) : 'all');
+  const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `${unit}: orig, new, % change (${Math.round(c.confidence * 100)}% CI), p, verdict`];
+  if (c.variedByUser.length) out.push(`varied: ${c.variedByUser.join(', ')}`);
+  for (const d of c.environmentDifferences) out.push(`environment: ${d.where} ${d.field}: ${d.baseline} -> ${d.candidate}${d.variedByUser ? '' : '  (not varied by you: flagged)'}`);
+  const groups = new Map<string, ComparedPoint[]>();
+  for (const p of c.points) groups.set(groupOf(p.point), [...(groups.get(groupOf(p.point)) ?? []), p]);
+  for (const [group, points] of groups) {
+    out.push('', group === '-' ? 'all points' : group);
+    const rows = points.map((p) => [
+      `  ${lineOf(p.point)}`, ':',
+      p.baseline.n ? fmt(p.baseline.mean, c.headline) : '-',
+      p.candidate.n ? fmt(p.candidate.mean, c.headline) : '-',
+      p.changePercent === null ? '-' : p.changePercent.toFixed(2),
+      p.changePercentInterval ? `[${p.changePercentInterval[0]!.toFixed(2)}, ${p.changePercentInterval[1]!.toFixed(2)}]` : '',
+      p.pValue === null ? '' : `p=${p.pValue.toPrecision(2)}`,
+      p.verdict + (p.environmentFlagged ? ' (environment differs)' : ''),
+    ]);
+    out.push(alignTable(rows));
+    const changes = points.map((p) => p.changePercent).filter((v): v is number => v !== null);
+    if (changes.length) out.push(`  Average : ${(changes.reduce((a, b) => a + b, 0) / changes.length).toFixed(2)}%`);
+  }
+  return out.join('\n') + '\n';
+}
+
+/** The fields either job sweeps, in sweep order. */
+export function sweptFields(a: JobSpec, b: JobSpec): string[] {
+  return DIMENSIONS.filter((d) => a.sweep?.[d] !== undefined || b.sweep?.[d] !== undefined);
+}

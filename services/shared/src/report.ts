@@ -1,0 +1,182 @@
+/**
+ * A job's report: per sweep point, per leg and summed, the statistics of its runs; as JSON,
+ * as CSV (one header row) and as the nttcp table the seeds print.
+ */
+import { headline, pointStates } from './campaign.js';
+import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js';
+import type { components } from './generated/openapi.js';
+import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
+import { summarize, type Summary } from './statistics.js';
+
+export type Report = components['schemas']['Report'];
+type ReportPoint = Report['points'][number];
+type LegStats = ReportPoint['flows'][number];
+type Stats = components['schemas']['Stats'];
+
+const stats = (values: (number | null | undefined)[], confidence: number): Stats | null => {
+  const present = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (present.length === 0) return null;
+  const s: Summary = summarize(present, confidence);
+  return { ...s, confidenceInterval: [s.confidenceInterval[0], s.confidenceInterval[1]] };
+};
+
+/** Every figure of one leg over a point's succeeded runs. */
+function legStats(runs: Run[], leg: number, confidence: number): LegStats {
+  const flows = runs.map((r) => r.flows[leg]!);
+  const [first] = flows;
+  const pick = (f: (flow: FlowResult) => number | null | undefined) => stats(flows.map(f), confidence);
+  return {
+    flowIndex: first!.flowIndex,
+    direction: first!.direction,
+    from: first!.from,
+    to: first!.to,
+    bitsPerSecond: pick((f) => f.bitsPerSecond),
+    retransmits: pick((f) => f.retransmits),
+    udpLossRatio: pick((f) => f.udp?.lossRatio),
+    jitterSeconds: pick((f) => f.udp?.jitterSeconds),
+    transactionsPerSecond: pick((f) => f.rr?.transactionsPerSecond),
+    rttP50Seconds: pick((f) => f.rr?.rttSeconds.p50),
+    rttP99Seconds: pick((f) => f.rr?.rttSeconds.p99),
+    senderCpuSeconds: pick((f) => f.sender?.cpuSeconds),
+    receiverCpuSeconds: pick((f) => f.receiver?.cpuSeconds),
+  };
+}
+
+export function buildReport(job: Job, runs: Run[]): Report {
+  const spec = job.spec;
+  const reps = repetitions(spec);
+  const confidence = reps.adaptive?.confidence ?? 0.95;
+  const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
+  const states = pointStates(spec, finished);
+  const points: ReportPoint[] = sweepPoints(spec).map((point) => {
+    const key = pointKey(point);
+    const mine = finished.filter((r) => pointKey(r.point) === key);
+    const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
+    const legs = ok[0]?.flows.length ?? 0;
+    const flows = Array.from({ length: legs }, (_, leg) => legStats(ok, leg, confidence));
+    const sum = (f: (flow: FlowResult) => number | null | undefined) => stats(ok.map((r) => r.flows.reduce((a, flow) => a + (f(flow) ?? 0), 0)), confidence);
+    const state = states.get(key)!;
+    return {
+      point,
+      runs: { succeeded: ok.length, failed: mine.length - ok.length },
+      stoppedBy: state.stoppedBy,
+      halfWidthPercent: state.halfWidthPercent,
+      flows,
+      total: {
+        bitsPerSecond: sum((f) => f.bitsPerSecond),
+        retransmits: spec.protocol === 'tcp' ? sum((f) => f.retransmits) : null,
+        transactionsPerSecond: spec.test === 'rr' ? sum((f) => f.rr?.transactionsPerSecond) : null,
+      },
+    };
+  });
+  return {
+    jobId: job.id,
+    status: job.status,
+    headline: headline(spec),
+    confidence,
+    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined),
+    points,
+    failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
+  };
+}
+
+/** A sweep point as the seeds write it: `bufferLength=10240 socketBuffer=8192`, or `-` for none. */
+export function pointLabel(point: SweepPoint): string {
+  const parts = DIMENSIONS.filter((d) => point[d] !== undefined).map((d) => {
+    const value = point[d];
+    return `${d}=${typeof value === 'object' ? ('packetsPerSecond' in value ? `${value.packetsPerSecond}pps` : `${value.bitsPerSecond}bps`) : String(value)}`;
+  });
+  return parts.length ? parts.join(' ') : '-';
+}
+
+const csvCell = (value: unknown) => {
+  const text = value === null || value === undefined ? '' : String(value);
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};
+
+const METRICS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds', 'rttP99Seconds', 'senderCpuSeconds', 'receiverCpuSeconds'] as const;
+
+/** One header row, one row per point × leg (and `total`) × metric that has values. */
+export function reportCsv(report: Report): string {
+  const dims = report.dimensions as (typeof DIMENSIONS)[number][];
+  const header = [...dims, 'flow', 'direction', 'from', 'to', 'metric', 'n', 'mean', 'standardDeviation', 'min', 'max', 'ciLow', 'ciHigh', 'coefficientOfVariation'];
+  const rows: unknown[][] = [];
+  const row = (point: SweepPoint, flow: string, direction: string, from: string, to: string, metric: string, s: Stats | null | undefined) => {
+    if (!s) return;
+    const dimValues = dims.map((d) => {
+      const v = point[d];
+      return typeof v === 'object' ? pointLabel({ [d]: v }).split('=')[1] : v;
+    });
+    rows.push([...dimValues, flow, direction, from, to, metric, s.n, s.mean, s.standardDeviation, s.min, s.max, s.confidenceInterval[0], s.confidenceInterval[1], s.coefficientOfVariation]);
+  };
+  for (const p of report.points) {
+    for (const f of p.flows) {
+      for (const metric of METRICS) row(p.point, String(f.flowIndex), f.direction, `${f.from.agent}:${f.from.interface}`, `${f.to.agent}:${f.to.interface}`, metric, f[metric]);
+    }
+    for (const metric of ['bitsPerSecond', 'retransmits', 'transactionsPerSecond'] as const) row(p.point, 'total', '', '', '', metric, p.total[metric]);
+  }
+  return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+}
+
+/** Columns padded to their widest cell; numbers right-aligned. */
+export function alignTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  return rows
+    .map((r) => r.map((cell, c) => (/^-?[\d.]+%?$/.test(cell) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
+    .join('\n');
+}
+
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+
+/** nttcp's eight columns for one end, averaged over the runs (`-` where the engine counts no calls). */
+function nttcpColumns(ends: (EndFigures | null)[]): string[] {
+  const present = ends.filter((e): e is EndFigures => e !== null);
+  if (present.length === 0) return ['-', '-', '-', '-', '-', '-', '-', '-'];
+  const avg = (f: (e: EndFigures) => number | null) => {
+    const values = present.map(f).filter((v): v is number => v !== null);
+    return values.length === present.length ? mean(values) : null;
+  };
+  const fixed = (v: number | null, digits: number) => (v === null ? '-' : v.toFixed(digits));
+  return [
+    fixed(avg((e) => e.bytes), 0),
+    fixed(avg((e) => e.realSeconds), 2),
+    fixed(avg((e) => e.cpuSeconds), 2),
+    fixed(avg((e) => e.realBitsPerSecond / 1e6), 4),
+    fixed(avg((e) => e.cpuBitsPerSecond / 1e6), 4),
+    fixed(avg((e) => e.calls), 0),
+    fixed(avg((e) => e.realCallsPerSecond), 2),
+    fixed(avg((e) => e.cpuCallsPerSecond), 2),
+  ];
+}
+
+const ci = (s: Stats, scale: number, digits: number) => `${(s.confidenceInterval[0]! / scale).toFixed(digits)}-${(s.confidenceInterval[1]! / scale).toFixed(digits)}`;
+
+/**
+ * The nttcp table of seed 000: per point and leg a `local` (sender) and a `remote` (receiver)
+ * line, each column the mean over the point's succeeded runs; then the point's statistics.
+ */
+export function reportTable(job: Job, runs: Run[], report: Report): string {
+  const spec = job.spec;
+  const out: string[] = [];
+  const reps = repetitions(spec);
+  const perPoint = reps.adaptive ? `${reps.min}-${reps.max} runs per point (adaptive)` : `${reps.min} run${reps.min === 1 ? '' : 's'} per point`;
+  out.push(`job ${job.id}  ${spec.engine} ${spec.protocol} ${spec.test}  ${spec.flows.length} flow${spec.flows.length === 1 ? '' : 's'}  ${perPoint}  ${job.status}`);
+  for (const p of report.points) {
+    const ok = runs.filter((r) => r.status === 'succeeded' && pointKey(r.point) === pointKey(p.point));
+    out.push('', `point ${pointLabel(p.point)}  (${p.runs.succeeded} succeeded, ${p.runs.failed} failed${p.stoppedBy && p.stoppedBy !== 'fixed' ? `, stopped by ${p.stoppedBy}` : ''})`);
+    const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s']];
+    p.flows.forEach((f, leg) => {
+      const path = `${f.from.agent}:${f.from.interface} ${f.direction === 'forward' ? '->' : '<-'} ${f.to.agent}:${f.to.interface}`;
+      rows.push([String(f.flowIndex), path, 'local', ...nttcpColumns(ok.map((r) => r.flows[leg]!.sender))]);
+      rows.push(['', '', 'remote', ...nttcpColumns(ok.map((r) => r.flows[leg]!.receiver))]);
+    });
+    out.push(alignTable(rows));
+    const total = spec.test === 'rr' ? p.total.transactionsPerSecond : p.total.bitsPerSecond;
+    if (total) {
+      const [scale, unit, digits] = spec.test === 'rr' ? [1, 'transactions/s', 1] : [1e6, 'Mbit/s', 2];
+      out.push(`total ${unit}: mean ${(total.mean / scale).toFixed(digits)}, sd ${(total.standardDeviation / scale).toFixed(digits)}, ${Math.round(report.confidence * 100)}% CI ${ci(total, scale, digits)}, cv ${(total.coefficientOfVariation * 100).toFixed(1)}%, n ${total.n}`);
+    }
+  }
+  for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,136 @@
+/**
+ * The statistics of repeated runs: summaries with the Student-t confidence interval of the
+ * mean, and Welch's t-test for comparing two campaigns. No dependencies: the t distribution
+ * comes from the regularized incomplete beta function (Numerical Recipes' continued fraction).
+ */
+
+export interface Summary {
+  n: number;
+  mean: number;
+  standardDeviation: number;
+  min: number;
+  max: number;
+  /** 95% confidence interval of the mean ([mean, mean] when n < 2). */
+  confidenceInterval: [number, number];
+  /** standardDeviation / mean; 0 when the mean is 0. */
+  coefficientOfVariation: number;
+}
+
+export function summarize(values: number[], confidence = 0.95): Summary {
+  const n = values.length;
+  if (n === 0) return { n: 0, mean: 0, standardDeviation: 0, min: 0, max: 0, confidenceInterval: [0, 0], coefficientOfVariation: 0 };
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const variance = n > 1 ? values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1) : 0;
+  const sd = Math.sqrt(variance);
+  const half = n > 1 ? tQuantile(1 - (1 - confidence) / 2, n - 1) * (sd / Math.sqrt(n)) : 0;
+  return {
+    n,
+    mean,
+    standardDeviation: sd,
+    min: Math.min(...values),
+    max: Math.max(...values),
+    confidenceInterval: [mean - half, mean + half],
+    coefficientOfVariation: mean !== 0 ? sd / Math.abs(mean) : 0,
+  };
+}
+
+/** Half the confidence interval's width as a percentage of the mean (netperf -I's measure). */
+export function halfWidthPercent(summary: Summary): number {
+  const [low, high] = summary.confidenceInterval;
+  return summary.mean !== 0 ? ((high - low) / 2 / Math.abs(summary.mean)) * 100 : 0;
+}
+
+function logGamma(x: number): number {
+  // Lanczos approximation (g = 7, n = 9).
+  const c = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  x -= 1;
+  let a = c[0]!;
+  const t = x + 7.5;
+  for (let i = 1; i < 9; i++) a += c[i]! / (x + i);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+}
+
+function betaContinuedFraction(a: number, b: number, x: number): number {
+  const tiny = 1e-300;
+  let c = 1;
+  let d = 1 - ((a + b) * x) / (a + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let h = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let aa = (m * (b - m) * x) / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = (-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const delta = d * c;
+    h *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+/** The regularized incomplete beta function I_x(a, b). */
+export function incompleteBeta(x: number, a: number, b: number): number {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log(1 - x));
+  return x < (a + 1) / (a + b + 2) ? (front * betaContinuedFraction(a, b, x)) / a : 1 - (front * betaContinuedFraction(b, a, 1 - x)) / b;
+}
+
+/** P(T <= t) for Student's t with `df` degrees of freedom. */
+export function tCdf(t: number, df: number): number {
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t >= 0 ? 1 - tail : tail;
+}
+
+/** The `p` quantile of Student's t with `df` degrees of freedom (bisection on the CDF). */
+export function tQuantile(p: number, df: number): number {
+  let low = -1e4;
+  let high = 1e4;
+  for (let i = 0; i < 200; i++) {
+    const mid = (low + high) / 2;
+    if (tCdf(mid, df) < p) low = mid;
+    else high = mid;
+  }
+  return (low + high) / 2;
+}
+
+export interface Welch {
+  /** candidate mean − baseline mean. */
+  difference: number;
+  /** 95% confidence interval of the difference. */
+  differenceInterval: [number, number];
+  degreesOfFreedom: number;
+  t: number;
+  /** Two-sided p-value; null when either side has fewer than 2 values. */
+  pValue: number | null;
+}
+
+/** Welch's unequal-variance t-test of candidate against baseline. */
+export function welch(baseline: Summary, candidate: Summary, confidence = 0.95): Welch {
+  const difference = candidate.mean - baseline.mean;
+  if (baseline.n < 2 || candidate.n < 2) return { difference, differenceInterval: [difference, difference], degreesOfFreedom: 0, t: 0, pValue: null };
+  const vb = baseline.standardDeviation ** 2 / baseline.n;
+  const vc = candidate.standardDeviation ** 2 / candidate.n;
+  const se = Math.sqrt(vb + vc);
+  if (se === 0) {
+    // Both sides without spread: equal means are the same, different means certainly differ.
+    return { difference, differenceInterval: [difference, difference], degreesOfFreedom: baseline.n + candidate.n - 2, t: difference === 0 ? 0 : Math.sign(difference) * Infinity, pValue: difference === 0 ? 1 : 0 };
+  }
+  const df = (vb + vc) ** 2 / (vb ** 2 / (baseline.n - 1) + vc ** 2 / (candidate.n - 1));
+  const t = difference / se;
+  const half = tQuantile(1 - (1 - confidence) / 2, df) * se;
+  return { difference, differenceInterval: [difference - half, difference + half], degreesOfFreedom: df, t, pValue: Math.min(1, 2 * (1 - tCdf(Math.abs(t), df))) };
+}

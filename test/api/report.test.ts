@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import type { EndFigures, FlowResult, Job, Run } from '@niclab/shared/contract';
+import { endFigures } from '@niclab/shared/figures';
+import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
+import { summarize, tQuantile, welch } from '@niclab/shared/statistics';
+
+// Reference values from scipy 1.x (scipy.stats.t.ppf, scipy.stats.ttest_ind(equal_var=False)).
+describe('statistics against scipy', () => {
+  test('Student t quantiles', () => {
+    for (const [df, q] of [[1, 12.70620474], [2, 4.30265273], [4, 2.77644511], [10, 2.22813885], [30, 2.04227246]] as const) {
+      assert.ok(Math.abs(tQuantile(0.975, df) - q) < 1e-6, `df ${df}: ${tQuantile(0.975, df)} vs ${q}`);
+    }
+  });
+
+  test("Welch's t-test", () => {
+    const w = welch(summarize([1, 2, 3, 4, 5]), summarize([2, 4, 6, 8, 10]));
+    assert.ok(Math.abs(w.t - 1.8973665961010275) < 1e-9, `t ${w.t}`);
+    assert.ok(Math.abs(w.degreesOfFreedom - 5.882352941176471) < 1e-9);
+    assert.ok(Math.abs(w.pValue! - 0.10753119493062728) < 1e-6, `p ${w.pValue}`);
+    assert.equal(welch(summarize([5]), summarize([6, 7])).pValue, null, 'one value is no sample');
+    assert.equal(welch(summarize([5, 5]), summarize([5, 5])).pValue, 1);
+    assert.equal(welch(summarize([5, 5]), summarize([6, 6])).pValue, 0);
+  });
+
+  test('summary: sample sd, 95% interval of the mean, cv', () => {
+    const s = summarize([94.1, 94.3, 93.9]);
+    assert.ok(Math.abs(s.mean - 94.1) < 1e-12);
+    assert.ok(Math.abs(s.standardDeviation - 0.2) < 1e-12);
+    const half = 4.30265273 * (0.2 / Math.sqrt(3));
+    assert.ok(Math.abs(s.confidenceInterval[0] - (94.1 - half)) < 1e-6 && Math.abs(s.confidenceInterval[1] - (94.1 + half)) < 1e-6);
+    assert.ok(Math.abs(s.coefficientOfVariation - 0.2 / 94.1) < 1e-12);
+  });
+});
+
+// A fixed 2-flow job with two runs, as seed 000 measured it (3COM and MELCO-32 into one host).
+const end = (bytes: number, real: number, cpu: number, calls: number): EndFigures => endFigures(bytes, real, cpu, calls);
+const flowResult = (flowIndex: number, from: string, sender: EndFigures, receiver: EndFigures): FlowResult => ({
+  flowIndex, direction: 'forward', from: { agent: from, interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' },
+  sender, receiver, bitsPerSecond: receiver.realBitsPerSecond, retransmits: 0, udp: null, rr: null, intervals: [],
+  nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: {},
+});
+const job: Job = {
+  id: '00000000-0000-4000-8000-00000000000a', status: 'succeeded', createdAt: '2026-11-30T00:00:00.000Z', startedAt: '2026-11-30T00:00:01.000Z', finishedAt: '2026-11-30T00:02:00.000Z',
+  progress: { runsDone: 2, runsTotal: 2 }, error: null, waitingFor: null,
+  spec: { engine: 'builtin', test: 'stream', protocol: 'tcp', flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }, { from: { agent: 'B', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }], duration: 60, bufferLength: 4096, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 2 },
+};
+const run = (index: number, a: [EndFigures, EndFigures], b: [EndFigures, EndFigures]): Run => ({
+  id: `00000000-0000-4000-8000-00000000010${index}`, jobId: job.id, index, point: {}, repetition: index + 1, status: 'succeeded',
+  startedAt: null, finishedAt: null, error: null, flows: [flowResult(0, 'A', ...a), flowResult(1, 'B', ...b)],
+});
+const runs = [
+  run(0, [end(419430400, 62.43, 1.06, 102400), end(419430400, 62.45, 3.43, 287331)], [end(419430400, 70.97, 1.24, 102400), end(419430400, 70.98, 3.17, 287365)]),
+  run(1, [end(419430400, 62.41, 1.08, 102400), end(419430400, 62.44, 3.41, 287100)], [end(419430400, 70.95, 1.22, 102400), end(419430400, 70.97, 3.19, 287400)]),
+];
+
+describe('report formats', () => {
+  const golden = new URL('../fixtures/report-2flow.txt', import.meta.url);
+  test('table: nttcp columns with a local and a remote line per flow, as the golden file', () => {
+    const text = reportTable(job, runs, buildReport(job, runs));
+    if (process.env.UPDATE_GOLDEN) writeFileSync(golden, text);
+    assert.equal(text, readFileSync(golden, 'utf8'));
+  });
+
+  test('csv: one header row, then a row per flow (and total) and metric', () => {
+    const lines = reportCsv(buildReport(job, runs)).trimEnd().split('\n');
+    assert.equal(lines[0], 'flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');
+    assert.ok(lines.slice(1).every((l) => l.split(',').length === 13));
+    const total = lines.find((l) => l.startsWith('total,,,,bitsPerSecond,'))!.split(',');
+    const sums = runs.map((r) => r.flows[0]!.bitsPerSecond! + r.flows[1]!.bitsPerSecond!);
+    assert.equal(Number(total[6]), (sums[0]! + sums[1]!) / 2);
+  });
+});

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { ApiClient } from '../helpers/api-client.js';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+
+let niclab: TestNiclab;
+let client: ApiClient;
+const lo = { agent: 'camp', interface: 'lo' };
+const loop = { from: lo, to: lo };
+
+before(async () => {
+  niclab = await startNiclab(['camp']);
+  client = niclab.client;
+});
+
+after(async () => {
+  await niclab?.stop();
+});
+
+const T_975_2 = 4.30265273; // Student t, 97.5th percentile, 2 degrees of freedom (scipy)
+
+test('a 2 x 3 sweep x 3 repeats is 18 runs, and the report equals a recomputation from the runs', async () => {
+  const job = await client.succeed({ duration: 0.5, interval: 0.5, repeat: 3, sweep: { bufferLength: [8192, 65536], streams: [1, 2, 3] }, flows: [loop] }, 180_000);
+  assert.equal(job.runs.length, 18);
+  assert.deepEqual(job.progress, { runsDone: 18, runsTotal: 18 });
+  const res = await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+  const report = res.body;
+  assert.deepEqual(report.dimensions, ['bufferLength', 'streams']);
+  assert.equal(report.points.length, 6);
+  for (const p of report.points) {
+    const runs = job.runs.filter((r: { point: object }) => JSON.stringify(r.point) === JSON.stringify(p.point));
+    assert.equal(runs.length, 3);
+    const values = runs.map((r: { flows: { bitsPerSecond: number }[] }) => r.flows[0]!.bitsPerSecond);
+    const mean = values.reduce((a: number, b: number) => a + b, 0) / 3;
+    const sd = Math.sqrt(values.reduce((a: number, b: number) => a + (b - mean) ** 2, 0) / 2);
+    const half = (T_975_2 * sd) / Math.sqrt(3);
+    const s = p.flows[0].bitsPerSecond;
+    const close = (x: number, y: number) => Math.abs(x - y) <= 1e-6 * Math.abs(y) + 1e-9;
+    assert.ok(close(s.mean, mean) && close(s.standardDeviation, sd), `${JSON.stringify(s)} vs mean ${mean} sd ${sd}`);
+    assert.ok(close(s.confidenceInterval[0], mean - half) && close(s.confidenceInterval[1], mean + half));
+    assert.equal(s.min, Math.min(...values));
+    assert.equal(s.max, Math.max(...values));
+    assert.ok(close(s.coefficientOfVariation, sd / mean));
+    assert.deepEqual(p.total.bitsPerSecond.n, 3);
+    assert.equal(p.stoppedBy, 'fixed');
+    assert.equal(typeof p.flows[0].retransmits.mean, 'number', 'TCP: retransmits summarized');
+  }
+  const csv = await fetch(`${client.base}/v1/jobs/${job.id}/report?format=csv`);
+  assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
+  const lines = (await csv.text()).trimEnd().split('\n');
+  assert.equal(lines[0], 'bufferLength,streams,flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');
+  assert.ok(lines.some((l) => l.startsWith('65536,3,0,forward,camp:lo,camp:lo,bitsPerSecond,3,')));
+  const table = await (await fetch(`${client.base}/v1/jobs/${job.id}/report?format=table`)).text();
+  assert.match(table, /point bufferLength=8192 streams=1 {2}\(3 succeeded, 0 failed\)/);
+  assert.match(table, /end\s+Bytes\s+Real s\s+CPU s\s+Real-Mbit\/s\s+CPU-Mbit\/s\s+Calls\s+Real-C\/s\s+CPU-C\/s/);
+  assert.equal((table.match(/ local /g) ?? []).length, 6);
+  assert.equal((table.match(/ remote /g) ?? []).length, 6);
+});
+
+test('adaptive repetition stops a point when its interval is tight enough, or at max, and says which', async () => {
+  const loose = await client.succeed({ duration: 0.5, interval: 0.5, repeat: { min: 3, max: 6, halfWidthPercent: 99 }, flows: [loop] }, 120_000);
+  assert.deepEqual(loose.spec.repeat, { min: 3, max: 6, confidence: 0.95, halfWidthPercent: 99 }, 'the stored job shows the defaults');
+  // Three runs of loopback vary by far less than 99% of their mean at 95% confidence (t = 4.3).
+  assert.equal(loose.runs.length, 3);
+  assert.deepEqual(loose.progress, { runsDone: 3, runsTotal: 3 }, 'the total shrinks to what was needed');
+  const looseReport = (await client.call('getReport', 'GET', `/v1/jobs/${loose.id}/report`)).body;
+  assert.equal(looseReport.points[0].stoppedBy, 'confidence');
+  assert.ok(looseReport.points[0].halfWidthPercent <= 99);
+
+  const strict = await client.succeed({ duration: 0.5, interval: 0.5, repeat: { min: 2, max: 3, halfWidthPercent: 0.0001 }, flows: [loop] }, 120_000);
+  assert.equal(strict.runs.length, 3);
+  const strictReport = (await client.call('getReport', 'GET', `/v1/jobs/${strict.id}/report`)).body;
+  assert.equal(strictReport.points[0].stoppedBy, 'max');
+  assert.ok(strictReport.points[0].halfWidthPercent > 0.0001);
+});
+
+test('rr reports transactions per second; comparing a job with itself is no significant change', async () => {
+  const job = await client.succeed({ test: 'rr', duration: 0.5, interval: 0.5, repeat: 2, noDelay: true, flows: [loop] }, 120_000);
+  const report = (await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`)).body;
+  assert.equal(report.headline.name, 'transactionsPerSecond');
+  assert.equal(report.points[0].total.transactionsPerSecond.n, 2);
+  assert.ok(report.points[0].flows[0].rttP99Seconds.mean > 0);
+  const res = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}&candidate=${job.id}`);
+  assert.equal(res.body.points[0].verdict, 'no significant change');
+  assert.equal(res.body.points[0].changePercent, 0);
+  assert.deepEqual(res.body.environmentDifferences, []);
+  const missing = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}&candidate=00000000-0000-4000-8000-000000000000`);
+  assert.equal(missing.status, 404);
+  const bad = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}`);
+  assert.equal(bad.status, 422);
+  assert.equal(bad.body.errors[0].field, 'query.candidate');
+});
