@@ -7,6 +7,7 @@ import { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
 import { createMetrics, type Metrics } from './metrics.js';
+import { Schedules } from './schedules.js';
 
 /** What the handlers work with; built once per API process. */
 export interface ApiServices {
@@ -18,6 +19,7 @@ export interface ApiServices {
   agents: AgentRegistry;
   jobsQueue: Queue;
   metrics: Metrics;
+  schedules: Schedules;
   close(): Promise<void>;
 }
 
@@ -27,10 +29,12 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
   const store = new JobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
+  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
   return {
-    config, log, keys, redis, jobsQueue, store, agents,
+    config, log, keys, redis, jobsQueue, store, agents, schedules,
     metrics: createMetrics({ redis, keys, store, agents, jobsQueue }),
     async close() {
+      await schedules.close();
       await jobsQueue.close();
       await redis.quit().catch(() => undefined);
     },

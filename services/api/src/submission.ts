@@ -1,7 +1,9 @@
 import { canRun } from '@niclab/agent/engines/registry';
 import { bindAddress, isUsable } from '@niclab/agent/interfaces';
-import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
+import { randomUUID } from 'node:crypto';
+import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
+import type { ApiServices } from './services.js';
 
 /** A job may expand to at most this many runs. */
 export const MAX_RUNS = 10_000;
@@ -72,4 +74,25 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
   const involved = [...new Set(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]))].map((id) => agents.get(id)).filter((a): a is Agent => !!a?.online);
   errors.push(...canRun(spec, involved).map((message) => ({ field: 'body.engine', message })));
   return errors;
+}
+
+/**
+ * Validates a spec against the live inventory and, when it can run, stores it and queues it
+ * for a coordinator. The one way a job comes to be (the API and schedules both use it).
+ */
+export async function submitJob(services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log'>, input: JobSpec): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec }> {
+  const { store, agents, jobsQueue, log } = services;
+  const spec = withDefaults(input);
+  const errors = submissionErrors(spec, await agents.list());
+  if (errors.length > 0) return { errors, spec };
+  const id = randomUUID();
+  const job = await store.create(id, spec, planRuns(spec).length);
+  try {
+    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000 });
+  } catch (error) {
+    await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
+    throw error;
+  }
+  log.info({ jobId: id, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal, schedule: spec.labels?.schedule }, 'job accepted');
+  return { job };
 }

@@ -34,6 +34,7 @@ type Stopper = () => Promise<void>;
 
 async function listen(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
   const services = createApiServices(config, log);
+  services.schedules.start(log);
   const server: Server = createApp(services).listen(config.port, config.host);
   await once(server, 'listening');
   const address = server.address();

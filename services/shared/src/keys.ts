@@ -29,6 +29,10 @@ export class Keys {
   /** The last result of every measured link, by its labels. */
   get links(): string { return `${this.prefix}:links`; }
 
+  /** A schedule's definition and counts; the set of all schedule names. */
+  schedule(name: string): string { return `${this.prefix}:schedule:${name}`; }
+  get schedules(): string { return `${this.prefix}:schedules`; }
+
   agent(id: string): string { return `${this.prefix}:agent:${id}`; }
   get agents(): string { return `${this.prefix}:agents`; }
 

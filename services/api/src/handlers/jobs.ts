@@ -1,26 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { TERMINAL_STATUSES, type JobSpec, type JobStatus } from '@niclab/shared/contract';
-import { planRuns } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
 import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/compare';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
 import type { Handler } from '../handler.js';
-import { submissionErrors, withDefaults } from '../submission.js';
+import { submitJob } from '../submission.js';
 
-export const createJob: Handler = async ({ body }, { store, agents, jobsQueue, log }) => {
-  const spec = withDefaults(body as JobSpec);
-  const errors = submissionErrors(spec, await agents.list());
-  if (errors.length > 0) throw HttpProblem.invalid(errors, 'The job cannot run as specified.');
-  const id = randomUUID();
-  const job = await store.create(id, spec, planRuns(spec).length);
-  try {
-    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000 });
-  } catch (error) {
-    await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
-    throw error;
-  }
-  log.info({ jobId: id, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal }, 'job accepted');
-  return { status: 202, body: job, headers: { Location: `/v1/jobs/${id}` } };
+export const createJob: Handler = async ({ body }, services) => {
+  const outcome = await submitJob(services, body as JobSpec);
+  if ('errors' in outcome) throw HttpProblem.invalid(outcome.errors, 'The job cannot run as specified.');
+  return { status: 202, body: outcome.job, headers: { Location: `/v1/jobs/${outcome.job.id}` } };
 };
 
 export const listJobs: Handler = async ({ query }, { store }) => {

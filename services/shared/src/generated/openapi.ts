@@ -149,6 +149,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every schedule */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Run a job spec on a cron expression (with time zone) or every N seconds
+         * @description Each firing creates an ordinary job whose `labels` carry `schedule` (the schedule's
+         *     name) and `scheduledFor`. A firing whose previous job is still queued or running is
+         *     skipped and counted in `skipped`. Schedules live in Redis: they survive API restarts,
+         *     and any number of API replicas fire each one once.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        /** One schedule, with its next firing and counts */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /** Stop and forget a schedule (its jobs stay) */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop firing until resumed */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fire again */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -469,6 +551,36 @@ export interface components {
             mean: number;
             standardDeviation: number;
         };
+        /** @description Lower-case letters, digits, `.`, `_`, `-`; also the `schedule` label of its jobs and metrics. */
+        ScheduleName: string;
+        ScheduleInput: {
+            name: components["schemas"]["ScheduleName"];
+            /** @description Cron expression (5 fields, or 6 with seconds), e.g. `0 2 * * *`. */
+            cron?: string;
+            /** @description IANA time zone of the cron expression (default UTC). */
+            timezone?: string;
+            everySeconds?: number;
+            spec: components["schemas"]["JobSpec"];
+        };
+        Schedule: {
+            name: components["schemas"]["ScheduleName"];
+            cron: string | null;
+            timezone: string | null;
+            everySeconds: number | null;
+            spec: components["schemas"]["JobSpec"];
+            paused: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            nextFireAt: string | null;
+            /** @description Jobs this schedule created. */
+            firings: number;
+            /** @description Firings skipped because the previous job was still queued or running. */
+            skipped: number;
+            lastJobId: null | components["schemas"]["Id"];
+            /** Format: date-time */
+            lastFiredAt: string | null;
+        };
         AdaptiveRepeat: {
             min: number;
             max: number;
@@ -753,6 +865,7 @@ export interface components {
         };
     };
     parameters: {
+        ScheduleName: components["schemas"]["ScheduleName"];
         JobId: components["schemas"]["Id"];
     };
     requestBodies: never;
@@ -972,6 +1085,148 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Comparison"];
                     "text/plain": string;
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Schedule"][];
+                    };
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            409: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The paused schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resumed schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
                 };
             };
             404: components["responses"]["Problem"];

@@ -1,0 +1,158 @@
+/**
+ * Recurring jobs. A schedule is our record (its definition and counts) plus a BullMQ job
+ * scheduler that fires it: BullMQ makes one job per firing time whatever the number of API
+ * replicas, and any replica's worker takes it. A firing whose previous job is still queued
+ * or running is skipped and counted, never stacked.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker, type Job as BullJob } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { FieldError, JobSpec } from '@niclab/shared/contract';
+import type { components } from '@niclab/shared/generated/openapi';
+import type { Keys } from '@niclab/shared/keys';
+import type { Logger } from '@niclab/shared/logger';
+import { HttpProblem } from '@niclab/shared/problem';
+import type { ApiServices } from './services.js';
+import { submissionErrors, submitJob, withDefaults } from './submission.js';
+
+export type Schedule = components['schemas']['Schedule'];
+export type ScheduleInput = components['schemas']['ScheduleInput'];
+type Firing = { schedule: string };
+
+const QUEUE = 'schedules';
+
+export class Schedules {
+  readonly queue: Queue<Firing>;
+  private worker: Worker<Firing> | undefined;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log'>,
+  ) {
+    this.queue = new Queue<Firing>(QUEUE, { connection: redis, prefix: keys.bull });
+  }
+
+  /** Takes firings (every API replica does; each firing goes to one). */
+  start(log: Logger): void {
+    this.worker = new Worker<Firing>(QUEUE, (job) => this.fire(job), { connection: this.redis.duplicate({ maxRetriesPerRequest: null }), prefix: this.keys.bull, concurrency: 4 });
+    this.worker.on('error', (error) => log.warn({ err: error }, 'schedule worker'));
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+  }
+
+  private repeatOptions(input: ScheduleInput) {
+    return input.cron ? { pattern: input.cron, tz: input.timezone ?? 'UTC' } : { every: input.everySeconds! * 1000 };
+  }
+
+  async create(input: ScheduleInput): Promise<Schedule> {
+    const errors: FieldError[] = [];
+    if ((input.cron === undefined) === (input.everySeconds === undefined)) errors.push({ field: 'body.cron', message: 'give either cron or everySeconds' });
+    if (input.timezone !== undefined && !input.cron) errors.push({ field: 'body.timezone', message: 'applies to cron only' });
+    if (input.timezone !== undefined && !validTimeZone(input.timezone)) errors.push({ field: 'body.timezone', message: `"${input.timezone}" is not a time zone (e.g. Europe/Berlin, UTC)` });
+    const spec = withDefaults(input.spec);
+    errors.push(...submissionErrors(spec, await this.services.agents.list()).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
+    if (errors.length > 0) throw HttpProblem.invalid(errors, 'The schedule cannot run as specified.');
+    const key = this.keys.schedule(input.name);
+    const definition = { ...input, spec, timezone: input.cron ? (input.timezone ?? 'UTC') : undefined };
+    const created = await this.redis.hsetnx(key, 'definition', JSON.stringify(definition));
+    if (!created) throw new HttpProblem(409, 'schedule-exists', `A schedule named ${input.name} exists.`);
+    await this.redis.multi().hset(key, { createdAt: new Date().toISOString(), paused: '0', firings: 0, skipped: 0 }).sadd(this.keys.schedules, input.name).exec();
+    try {
+      await this.queue.upsertJobScheduler(input.name, this.repeatOptions(definition), { name: 'firing', data: { schedule: input.name } });
+    } catch (error) {
+      await this.redis.multi().del(key).srem(this.keys.schedules, input.name).exec();
+      throw HttpProblem.invalid([{ field: 'body.cron', message: `is not a cron expression BullMQ accepts: ${(error as Error).message}` }]);
+    }
+    return (await this.get(input.name))!;
+  }
+
+  async get(name: string): Promise<Schedule | null> {
+    const row = await this.redis.hgetall(this.keys.schedule(name));
+    if (!row.definition) return null;
+    const definition = JSON.parse(row.definition) as ScheduleInput;
+    const scheduler = row.paused === '1' ? undefined : await this.queue.getJobScheduler(name);
+    return {
+      name,
+      cron: definition.cron ?? null,
+      timezone: definition.timezone ?? null,
+      everySeconds: definition.everySeconds ?? null,
+      spec: definition.spec,
+      paused: row.paused === '1',
+      createdAt: row.createdAt ?? '',
+      nextFireAt: scheduler?.next ? new Date(scheduler.next).toISOString() : null,
+      firings: Number(row.firings ?? 0),
+      skipped: Number(row.skipped ?? 0),
+      lastJobId: row.lastJobId || null,
+      lastFiredAt: row.lastFiredAt || null,
+    };
+  }
+
+  async list(): Promise<Schedule[]> {
+    const names = (await this.redis.smembers(this.keys.schedules)).sort();
+    return (await Promise.all(names.map((n) => this.get(n)))).filter((s): s is Schedule => s !== null);
+  }
+
+  async remove(name: string): Promise<boolean> {
+    if (!(await this.redis.exists(this.keys.schedule(name)))) return false;
+    await this.queue.removeJobScheduler(name);
+    await this.redis.multi().del(this.keys.schedule(name)).srem(this.keys.schedules, name).exec();
+    return true;
+  }
+
+  async setPaused(name: string, paused: boolean): Promise<Schedule | null> {
+    const schedule = await this.get(name);
+    if (!schedule) return null;
+    if (paused) await this.queue.removeJobScheduler(name);
+    else {
+      const definition = JSON.parse((await this.redis.hget(this.keys.schedule(name), 'definition'))!) as ScheduleInput;
+      await this.queue.upsertJobScheduler(name, this.repeatOptions(definition), { name: 'firing', data: { schedule: name } });
+    }
+    await this.redis.hset(this.keys.schedule(name), 'paused', paused ? '1' : '0');
+    return this.get(name);
+  }
+
+  /** One firing: an ordinary job labelled with the schedule, unless its previous job is still at work. */
+  private async fire(firing: BullJob<Firing>): Promise<void> {
+    const name = firing.data.schedule;
+    const key = this.keys.schedule(name);
+    const row = await this.redis.hgetall(key);
+    if (!row.definition || row.paused === '1') return;
+    const log = this.services.log.child({ schedule: name });
+    const previous = row.lastJobId ? await this.services.store.get(row.lastJobId) : null;
+    if (previous && (previous.status === 'queued' || previous.status === 'running')) {
+      await this.redis.hincrby(key, 'skipped', 1);
+      log.info({ previousJobId: previous.id, status: previous.status }, 'firing skipped: the previous job is still at work');
+      return;
+    }
+    const definition = JSON.parse(row.definition) as ScheduleInput;
+    const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
+    const spec: JobSpec = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
+    const outcome = await submitJob(this.services, spec);
+    // A spec that no longer runs (an agent gone) still leaves a visible, failed job.
+    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors);
+    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: job.id, lastFiredAt: new Date().toISOString() }).exec();
+  }
+
+  private async failedJob(spec: JobSpec, errors: FieldError[]) {
+    const { store } = this.services;
+    const id = randomUUID();
+    await store.create(id, spec, 0);
+    const error = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
+    await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
+    return (await store.get(id))!;
+  }
+}
+
+function validTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+
+// A and B behind 100 Mbit/s, C and D behind 200 Mbit/s: the same test on a slow and a fast link.
+describe('A/B comparison on the lab', { skip: NOT_ROOT }, () => {
+  let t: TestLab;
+  const jobs: Record<string, string> = {};
+  before(async () => {
+    t = await startTestLab(4, 'A=100mbit,B=100mbit,C=200mbit,D=200mbit');
+    for (const [name, from, to] of [['slow', 'A', 'B'], ['fast', 'C', 'D'], ['slowAgain', 'A', 'B']] as const) {
+      jobs[name] = (await t.client.succeed({ duration: 2, interval: 1, repeat: 3, flows: [flow(from, to)] }, 120_000)).id;
+    }
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  const compare = async (baseline: string, candidate: string) => (await t.client.call('compareJobs', 'GET', `/v1/compare?baseline=${baseline}&candidate=${candidate}`)).body;
+
+  test('100 Mbit/s -> 200 Mbit/s: better, about +100%', async (ctx) => {
+    const c = await compare(jobs.slow!, jobs.fast!);
+    const [p] = c.points;
+    ctx.diagnostic(`${(p.baseline.mean / 1e6).toFixed(2)} -> ${(p.candidate.mean / 1e6).toFixed(2)} Mbit/s: ${p.changePercent.toFixed(2)}% [${p.changePercentInterval.map((v: number) => v.toFixed(2)).join(', ')}], p ${p.pValue}`);
+    assert.equal(p.verdict, 'better');
+    assert.ok(Math.abs(p.changePercent - 100) <= 5, `change ${p.changePercent}%`);
+    assert.ok(p.changePercentInterval[0] <= p.changePercent && p.changePercent <= p.changePercentInterval[1]);
+    assert.deepEqual(c.variedByUser, ['flows'], 'the user changed the flows, nothing else');
+    assert.deepEqual(c.environmentDifferences, [], 'veth on one kernel: nothing differs underneath');
+    const table = await (await fetch(`${t.client.base}/v1/compare?baseline=${jobs.slow}&candidate=${jobs.fast}&format=table`)).text();
+    assert.match(table, /all\s+:\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\[[\d., -]+\]\s+p=\S+\s+better/);
+    assert.match(table, /Average : \d+\.\d{2}%/);
+  });
+
+  test('the same link twice: no significant change', async (ctx) => {
+    const [p] = (await compare(jobs.slow!, jobs.slowAgain!)).points;
+    ctx.diagnostic(`${(p.baseline.mean / 1e6).toFixed(3)} -> ${(p.candidate.mean / 1e6).toFixed(3)} Mbit/s: ${p.changePercent.toFixed(3)}%, p ${p.pValue}`);
+    assert.equal(p.verdict, 'no significant change');
+    assert.ok(Math.abs(p.changePercent) < 1);
+  });
+});
