@@ -24,6 +24,9 @@ const ABANDONED_TTL_SECONDS = 3600;
 const LEASE_RETRY_MS = 200;
 /** The abort reason of a coordinator that is stopping: its job is interrupted, not ended. */
 const SHUTDOWN = 'coordinator_shutdown';
+/** How often a coordinator deletes what retention no longer keeps. */
+const RETENTION_SWEEP_MS = 10 * 60 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
 
 export interface JobMessage {
   jobId: string;
@@ -45,6 +48,7 @@ export class Coordinator {
   private readonly active = new Map<string, AbortController>();
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
+  private retentionTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
@@ -73,9 +77,31 @@ export class Coordinator {
       concurrency: this.concurrency,
     });
     this.worker.on('error', (error) => this.log.error({ err: error }, 'job queue error'));
+    const sweep = () => void this.sweepRetention().catch((error: Error) => this.log.warn({ err: error }, 'retention sweep failed'));
+    sweep();
+    this.retentionTimer = setInterval(sweep, RETENTION_SWEEP_MS).unref();
+  }
+
+  /**
+   * Deletes finished jobs past NICLAB_RETENTION_DAYS or beyond NICLAB_RETENTION_JOBS (runs and
+   * raw output with them) and run summaries past NICLAB_RESULTS_RETENTION_DAYS. Any number of
+   * coordinators may sweep at once: deleting twice is harmless.
+   */
+  async sweepRetention(now = Date.now()): Promise<{ jobs: number; summaries: number }> {
+    let jobs = 0;
+    for (;;) {
+      const ids = await this.store.expired(now - this.config.retentionDays * DAY_MS, this.config.retentionJobs);
+      for (const id of ids) await this.store.delete(id);
+      jobs += ids.length;
+      if (ids.length < 500) break;
+    }
+    const summaries = await this.store.results.expire(now - this.config.resultsRetentionDays * DAY_MS);
+    if (jobs || summaries) this.log.info({ jobs, summaries }, 'retention: deleted');
+    return { jobs, summaries };
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.retentionTimer);
     for (const controller of this.active.values()) controller.abort({ code: SHUTDOWN, message: 'the coordinator is shutting down' });
     await this.worker?.close();
     this.workerConnection?.disconnect();

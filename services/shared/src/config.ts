@@ -19,6 +19,12 @@ export interface Config {
   readonly dataDir: string;
   /** Run the coordinator inside the API process. */
   readonly coordinator: boolean;
+  /** Finished jobs (with their runs and raw output) are deleted after this many days... */
+  readonly retentionDays: number;
+  /** ...or, beyond this many finished jobs, oldest first. */
+  readonly retentionJobs: number;
+  /** Run summaries (/v1/results) are kept this many days. */
+  readonly resultsRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +91,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     logLevel: oneOf(env, 'NICLAB_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     dataDir: resolve(env.NICLAB_DATA_DIR || '.niclab'),
     coordinator: oneOf(env, 'NICLAB_COORDINATOR', 'true', ['true', 'false']) === 'true',
+    retentionDays: number(env, 'NICLAB_RETENTION_DAYS', 30, 0.0001, 36500),
+    retentionJobs: number(env, 'NICLAB_RETENTION_JOBS', 10000, 1, 10_000_000),
+    resultsRetentionDays: number(env, 'NICLAB_RESULTS_RETENTION_DAYS', 365, 0.0001, 36500),
     ...overrides,
   };
   return Object.freeze(config);

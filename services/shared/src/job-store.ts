@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
 import type { Keys } from './keys.js';
 import { defineScript, type Script } from './redis.js';
+import { Results } from './results.js';
 import { Stats } from './stats.js';
 
 /**
@@ -35,10 +36,13 @@ export class JobStore {
   private readonly transitionScript: Script;
   /** Every start and end is counted for /metrics here, where every transition passes. */
   readonly stats: Stats;
+  /** Every finished run's summary, for the history (/v1/results). */
+  readonly results: Results;
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {
     this.transitionScript = defineScript(redis, 'niclabTransition', TRANSITION);
     this.stats = new Stats(redis, keys);
+    this.results = new Results(redis, keys);
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, now = new Date()): Promise<Job> {
@@ -106,8 +110,46 @@ export class JobStore {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
     if (TERMINAL_STATUSES.includes(run.status)) {
       const job = await this.get(run.jobId);
-      if (job) await this.stats.runEnded(job, run);
+      if (job) await Promise.all([this.stats.runEnded(job, run), this.results.add(job, run)]);
     }
+  }
+
+  /** Deletes a job with its runs and their raw output (retention); its run summaries stay. */
+  async delete(id: string): Promise<void> {
+    const [status, member] = await this.redis.hmget(this.keys.job(id), 'status', 'member');
+    const runs = await this.listRuns(id);
+    const multi = this.redis.multi().del(this.keys.job(id), this.keys.runs(id));
+    for (const run of runs) multi.del(this.keys.runRaw(run.id));
+    if (member) multi.zrem(this.keys.jobIndex(), member).zrem(this.keys.jobIndex(status ?? ''), member);
+    await multi.exec();
+  }
+
+  /**
+   * Finished jobs to delete: those that ended before `cutoff` (epoch ms), then the oldest
+   * beyond `keep`. Reads at most `batch` candidates per call.
+   */
+  async expired(cutoff: number, keep: number, batch = 500): Promise<string[]> {
+    const finished = TERMINAL_STATUSES.map((s) => this.keys.jobIndex(s));
+    const total = (await Promise.all(finished.map((k) => this.redis.zcard(k)))).reduce((a, b) => a + b, 0);
+    let excess = Math.max(0, total - keep);
+    const expired: string[] = [];
+    // The global index is ordered by creation time: walk it oldest first.
+    for (let offset = 0; expired.length < batch; offset += batch) {
+      const members = await this.redis.zrange(this.keys.jobIndex(), '-', '+', 'BYLEX', 'LIMIT', offset, batch);
+      if (members.length === 0) break;
+      const rows = await Promise.all(members.map((m) => this.redis.hmget(this.keys.job(m.slice(16)), 'status', 'finishedAt')));
+      members.forEach((member, i) => {
+        const [status, finishedAt] = rows[i]!;
+        if (!status || !TERMINAL_STATUSES.includes(status as JobStatus) || expired.length >= batch) return;
+        const old = finishedAt ? Date.parse(finishedAt) < cutoff : false;
+        if (old || excess > 0) {
+          expired.push(member.slice(16));
+          if (!old) excess -= 1;
+        }
+      });
+      if (Number(members[0]!.slice(0, 15)) >= cutoff && excess === 0) break;
+    }
+    return expired;
   }
 
   async getRun(jobId: string, index: number): Promise<Run | null> {

@@ -26,6 +26,8 @@ export class Keys {
   get statsRuns(): string { return `${this.prefix}:stats:runs`; }
   /** A histogram's cumulative bucket counts (by `le`), `sum` and `count`. */
   statsHistogram(name: string): string { return `${this.prefix}:stats:histogram:${name}`; }
+  /** Run summaries by end time (score: epoch ms). */
+  get results(): string { return `${this.prefix}:results`; }
   /** The last result of every measured link, by its labels. */
   get links(): string { return `${this.prefix}:links`; }
 

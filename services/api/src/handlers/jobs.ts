@@ -78,3 +78,15 @@ export const cancelJob: Handler = async ({ params }, { store, redis, keys, jobsQ
   log.info({ jobId: id, was: job.status }, 'job canceled');
   return { status: 202, body: await store.get(id) };
 };
+
+export const listResults: Handler = async ({ query }, { store }) => {
+  const to = query.to ? Date.parse(query.to as string) : Date.now();
+  const from = query.from ? Date.parse(query.from as string) : to - 24 * 3600 * 1000;
+  if (from > to) throw HttpProblem.invalid([{ field: 'query.from', message: 'must not be after to' }]);
+  const found = await store.results.query({
+    from, to, limit: query.limit as number,
+    agent: query.agent as string | undefined, interface: query.interface as string | undefined,
+    schedule: query.schedule as string | undefined, label: query.label as string | undefined,
+  });
+  return { status: 200, body: found };
+};

@@ -149,6 +149,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The history of run summaries, oldest first, for scripts and Grafana
+         * @description One summary per finished run (no intervals or diagnostics), kept longer than the runs
+         *     themselves (`NICLAB_RESULTS_RETENTION_DAYS`). `agent` and `interface` match either end of
+         *     any flow; `label` is `key=value` of the job's labels.
+         */
+        get: operations["listResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules": {
         parameters: {
             query?: never;
@@ -550,6 +572,39 @@ export interface components {
             n: number;
             mean: number;
             standardDeviation: number;
+        };
+        RunSummary: {
+            runId: components["schemas"]["Id"];
+            jobId: components["schemas"]["Id"];
+            index: number;
+            /** Format: date-time */
+            finishedAt: string;
+            status: components["schemas"]["RunStatus"];
+            engine: components["schemas"]["Engine"];
+            /** @enum {string} */
+            protocol: "tcp" | "udp";
+            /** @enum {string} */
+            test: "stream" | "rr";
+            labels: {
+                [key: string]: string;
+            };
+            point: components["schemas"]["SweepPoint"];
+            /** @description The run's error code */
+            error: string | null;
+            flows: {
+                flowIndex: number;
+                /** @enum {string} */
+                direction: "forward" | "reverse";
+                src: components["schemas"]["Endpoint"];
+                dst: components["schemas"]["Endpoint"];
+                bitsPerSecond: number | null;
+                retransmits: number | null;
+                udpLossRatio: number | null;
+                jitterSeconds: number | null;
+                transactionsPerSecond: number | null;
+                rttP50Seconds: number | null;
+                pathVerified: boolean | null;
+            }[];
         };
         /** @description Lower-case letters, digits, `.`, `_`, `-`; also the `schedule` label of its jobs and metrics. */
         ScheduleName: string;
@@ -1088,6 +1143,40 @@ export interface operations {
                 };
             };
             404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    listResults: {
+        parameters: {
+            query?: {
+                agent?: components["schemas"]["AgentId"];
+                interface?: components["schemas"]["InterfaceName"];
+                schedule?: components["schemas"]["ScheduleName"];
+                label?: string;
+                /** @description Start of the range (default: 24 hours ago). */
+                from?: string;
+                /** @description End of the range (default: now). */
+                to?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summaries; `truncated` when more matched than `limit`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["RunSummary"][];
+                        truncated: boolean;
+                    };
+                };
+            };
             422: components["responses"]["Problem"];
         };
     };
