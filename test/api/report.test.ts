@@ -72,3 +72,25 @@ describe('report formats', () => {
     assert.equal(Number(total[6]), (sums[0]! + sums[1]!) / 2);
   });
 });
+
+describe('comparison', () => {
+  const env = { kernel: '6.1.0', driver: 'mlx5_core', firmware: '16.35.2000', mtu: 9000, speedBitsPerSecond: 100e9, rmemMax: 212992, wmemMax: 212992 };
+  const withEnv = (r: Run, kernel: string, engineVersion: string): Run => ({
+    ...r,
+    flows: r.flows.map((f) => ({ ...f, diagnostics: { sender: { agent: 'A', interface: 'eth1', address: '198.18.0.1', command: [], engineVersion, environment: { ...env, kernel } }, receiver: { agent: 'D', interface: 'eth1', address: '198.18.0.4', command: [], engineVersion, environment: env } } })),
+  });
+  test('environment differences the user did not vary are flagged; an engine change explains its version', async () => {
+    const { compareJobs } = await import('@niclab/shared/compare');
+    const patched = runs.map((r) => withEnv(r, '6.1.0-patched', 'niclab builtin'));
+    const stock = runs.map((r) => withEnv(r, '6.1.0', 'niclab builtin'));
+    const c = compareJobs(job, stock, job, patched);
+    assert.deepEqual(c.environmentDifferences, [{ where: 'flow 0 sender', field: 'kernel', baseline: '6.1.0', candidate: '6.1.0-patched', variedByUser: false }, { where: 'flow 1 sender', field: 'kernel', baseline: '6.1.0', candidate: '6.1.0-patched', variedByUser: false }]);
+    assert.equal(c.points[0]!.environmentFlagged, true);
+    assert.equal(c.points[0]!.verdict, 'no significant change', 'the same figures');
+    const iperf = { ...job, spec: { ...job.spec, engine: 'iperf3' as const } };
+    const other = compareJobs(job, stock, iperf, runs.map((r) => withEnv(r, '6.1.0', 'iperf 3.12')));
+    assert.deepEqual(other.variedByUser, ['engine']);
+    assert.ok(other.environmentDifferences.every((d) => d.field === 'engineVersion' && d.variedByUser));
+    assert.equal(other.points[0]!.environmentFlagged, false);
+  });
+});

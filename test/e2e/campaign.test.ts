@@ -90,3 +90,38 @@ test('rr reports transactions per second; comparing a job with itself is no sign
   assert.equal(bad.status, 422);
   assert.equal(bad.body.errors[0].field, 'query.candidate');
 });
+
+test('GET /v1/jobs/{id}/events follows a campaign live: status, progress, runs and interval samples, then ends', async () => {
+  const submitted = await client.submit({ duration: 2, interval: 0.5, repeat: 2, flows: [loop] });
+  const res = await fetch(`${client.base}/v1/jobs/${submitted.body.id}/events`);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  const events: { event: string; data: any }[] = [];
+  let buffer = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body!) {
+    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event && data) events.push({ event, data: JSON.parse(data) });
+    }
+  }
+  // The stream ended by itself after the final status.
+  const statuses = events.filter((e) => e.event === 'status').map((e) => e.data.status);
+  assert.equal(statuses.at(-1), 'succeeded');
+  assert.ok(statuses.includes('running'), statuses.join(' -> '));
+  const runs = events.filter((e) => e.event === 'run');
+  assert.deepEqual(runs.map((e) => e.data.run.index), [0, 1]);
+  assert.ok(runs.every((e) => e.data.run.flows[0].bitsPerSecond > 0));
+  assert.deepEqual(events.filter((e) => e.event === 'progress').map((e) => e.data.runsDone), [1, 2]);
+  // Interval samples arrive while a run is under way, before that run's summary.
+  const firstRun = events.findIndex((e) => e.event === 'run');
+  const early = events.slice(0, firstRun).filter((e) => e.event === 'interval');
+  assert.ok(early.length >= 3, `${early.length} interval samples before the first run ended`);
+  assert.ok(early.every((e) => e.data.interval.bitsPerSecond > 0 && e.data.agent === 'camp'));
+  const gone = await fetch(`${client.base}/v1/jobs/00000000-0000-4000-8000-000000000000/events`);
+  assert.equal(gone.status, 404);
+});

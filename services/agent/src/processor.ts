@@ -4,6 +4,7 @@ import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contrac
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { isInterfaceName } from '@niclab/shared/names';
+import { publishJobEvent } from '@niclab/shared/events';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { engineFor } from './engines/registry.js';
 import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
@@ -57,6 +58,9 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const outcome = await engine.run(task, {
     signal,
     address,
+    interval: (sample) => {
+      void publishJobEvent(redis, keys, task.jobId, { type: 'interval', runId: task.runId, leg: task.leg, role: 'receiver', agent: deps.agentId, interface: task.interface, interval: sample }).catch(() => undefined);
+    },
     ready: (port) => {
       const reply: ReadyReply = { leg: task.leg, address, port };
       void redis.multi().rpush(keys.runReady(task.runId), JSON.stringify(reply)).expire(keys.runReady(task.runId), REPLY_TTL_SECONDS).exec();

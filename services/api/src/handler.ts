@@ -14,6 +14,11 @@ export interface Reply {
   headers?: Record<string, string>;
   /** A body sent as it is, not as JSON of `body`. */
   raw?: { contentType: string; text: string };
+  /**
+   * Server-sent events: `run` sends events until it resolves (then the response ends) or
+   * `closed` aborts (the client went away).
+   */
+  events?: (send: (event: string, data: unknown) => void, closed: AbortSignal) => Promise<void>;
 }
 
 /** Handlers are thin: validated input in, `{status, body}` out, typed errors thrown. */

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { ValidateFunction } from 'ajv';
 import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/openapi';
 import { HttpProblem } from '@niclab/shared/problem';
-import type { Handler } from './handler.js';
+import type { Handler, Reply } from './handler.js';
 import type { ApiServices } from './services.js';
 
 interface CompiledOperation {
@@ -58,7 +58,8 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         try {
           const reply = await handler(validate(compiled, req), services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-          if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+          if (reply.events) await streamEvents(res, reply.events);
+          else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
           else if (reply.body === undefined) res.status(reply.status).end();
           else res.status(reply.status).json(reply.body);
         } catch (error) {
@@ -93,4 +94,19 @@ function validate(op: CompiledOperation, req: Request) {
     }
   }
   return { params, query, body, headers: req.headers };
+}
+
+/** A server-sent-event response: headers at once, a comment every 15 s so proxies keep it open. */
+async function streamEvents(res: Response, run: NonNullable<Reply['events']>): Promise<void> {
+  res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  res.flushHeaders();
+  const closed = new AbortController();
+  res.on('close', () => closed.abort());
+  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+  try {
+    await run((event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`), closed.signal);
+  } finally {
+    clearInterval(keepAlive);
+    res.end();
+  }
 }

@@ -7,6 +7,7 @@ import { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
 import { createMetrics, type Metrics } from './metrics.js';
+import { EventHub } from './event-hub.js';
 import { Schedules } from './schedules.js';
 
 /** What the handlers work with; built once per API process. */
@@ -20,6 +21,7 @@ export interface ApiServices {
   jobsQueue: Queue;
   metrics: Metrics;
   schedules: Schedules;
+  events: EventHub;
   close(): Promise<void>;
 }
 
@@ -30,10 +32,12 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const store = new JobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
+  const events = new EventHub(redis, keys);
   return {
-    config, log, keys, redis, jobsQueue, store, agents, schedules,
+    config, log, keys, redis, jobsQueue, store, agents, schedules, events,
     metrics: createMetrics({ redis, keys, store, agents, jobsQueue }),
     async close() {
+      events.close();
       await schedules.close();
       await jobsQueue.close();
       await redis.quit().catch(() => undefined);

@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
 import type { Keys } from './keys.js';
 import { defineScript, type Script } from './redis.js';
-import { Results } from './results.js';
+import { publishJobEvent } from './events.js';
+import { Results, summarizeRun } from './results.js';
 import { Stats } from './stats.js';
 
 /**
@@ -90,9 +91,12 @@ export class JobStore {
       fields.push(key, key === 'error' ? (value === null ? '' : JSON.stringify(value)) : String(value));
     }
     const moved = (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
-    if (moved && to !== 'queued') {
+    if (moved) {
       const job = await this.get(id);
-      if (job) await this.stats.jobMoved(job, to);
+      if (job) {
+        await publishJobEvent(this.redis, this.keys, id, { type: 'status', status: job.status, progress: job.progress, error: job.error });
+        if (to !== 'queued') await this.stats.jobMoved(job, to);
+      }
     }
     return moved;
   }
@@ -104,13 +108,17 @@ export class JobStore {
 
   async setProgress(id: string, runsDone: number, runsTotal: number): Promise<void> {
     await this.redis.hset(this.keys.job(id), { runsDone, runsTotal });
+    await publishJobEvent(this.redis, this.keys, id, { type: 'progress', runsDone, runsTotal });
   }
 
   async saveRun(run: Run): Promise<void> {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
     if (TERMINAL_STATUSES.includes(run.status)) {
       const job = await this.get(run.jobId);
-      if (job) await Promise.all([this.stats.runEnded(job, run), this.results.add(job, run)]);
+      if (job) {
+        await Promise.all([this.stats.runEnded(job, run), this.results.add(job, run)]);
+        await publishJobEvent(this.redis, this.keys, run.jobId, { type: 'run', run: summarizeRun(job, run) });
+      }
     }
   }
 

@@ -38,6 +38,10 @@ export class Keys {
   agent(id: string): string { return `${this.prefix}:agent:${id}`; }
   get agents(): string { return `${this.prefix}:agents`; }
 
+  /** Pub/sub channel of one job's live events; `jobEventsPattern` matches them all. */
+  jobEvents(jobId: string): string { return `${this.prefix}:events:${jobId}`; }
+  get jobEventsPattern(): string { return `${this.prefix}:events:*`; }
+
   /** Pub/sub channel announcing canceled jobs and abandoned runs to every agent. */
   get cancelChannel(): string { return `${this.prefix}:cancel`; }
 }

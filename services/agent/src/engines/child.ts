@@ -1,9 +1,17 @@
 import { fork, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ErrorInfo } from '@niclab/shared/contract';
+import type { ErrorInfo, Interval } from '@niclab/shared/contract';
 
 /** Messages an engine child sends over IPC. */
-export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
+export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
+
+/** What the agent hears from an engine child while it runs. */
+export interface ChildHooks {
+  ready(port: number): void;
+  spawned?(pid: number): void;
+  /** A receiver's interval sample, as it is taken. */
+  interval?(sample: Interval): void;
+}
 
 export interface ChildOutcome<R> {
   result: R | null;
@@ -33,8 +41,7 @@ export function runNodeChild<R>(
   script: string,
   input: object,
   signal: AbortSignal,
-  onReady: (port: number) => void,
-  onSpawn?: (pid: number) => void,
+  hooks: ChildHooks,
 ): Promise<ChildOutcome<R>> {
   const argv = [process.execPath, ...process.execArgv, script];
   return new Promise((resolve) => {
@@ -43,7 +50,7 @@ export function runNodeChild<R>(
       return;
     }
     const child = fork(script, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
-    if (child.pid !== undefined) onSpawn?.(child.pid);
+    if (child.pid !== undefined) hooks.spawned?.(child.pid);
     let stderr = '';
     let settled: ChildOutcome<R> | null = null;
     const settle = (outcome: ChildOutcome<R>) => {
@@ -58,7 +65,8 @@ export function runNodeChild<R>(
       stderr = (stderr + chunk.toString()).slice(-2000);
     });
     child.on('message', (message: ChildMessage<R>) => {
-      if (message.type === 'ready') onReady(message.port);
+      if (message.type === 'ready') hooks.ready(message.port);
+      else if (message.type === 'interval') hooks.interval?.(message.interval);
       else if (message.type === 'result') settle({ result: message.result, error: null, argv });
       else if (message.type === 'error') settle({ result: null, error: message.error, argv });
     });

@@ -12,6 +12,8 @@ export interface EngineContext {
   ready(port: number): void;
   /** Told the PID of every process the engine starts, so the agent can account for them. */
   spawned?(pid: number): void;
+  /** A receiver's interval sample as it is taken (engines that can report live). */
+  interval?(sample: Interval): void;
 }
 
 /** One end's outcome. A failed measurement is an outcome with an error, not an exception. */

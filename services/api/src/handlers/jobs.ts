@@ -90,3 +90,33 @@ export const listResults: Handler = async ({ query }, { store }) => {
   });
   return { status: 200, body: found };
 };
+
+export const getJobEvents: Handler = async ({ params }, { store, events }) => {
+  const id = params.id as string;
+  if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
+  return {
+    status: 200,
+    events: (send, closed) =>
+      new Promise<void>((resolve) => {
+        let stop: () => void = () => {};
+        const end = () => {
+          stop();
+          resolve();
+        };
+        closed.addEventListener('abort', end, { once: true });
+        // Subscribed before the job is read, so nothing falls between the two.
+        void events
+          .follow(id, (event) => {
+            send(event.type, event);
+            if (event.type === 'status' && TERMINAL_STATUSES.includes(event.status)) end();
+          })
+          .then(async (unfollow) => {
+            stop = unfollow;
+            const job = await store.get(id);
+            if (!job) return end();
+            send('status', { type: 'status', status: job.status, progress: job.progress, error: job.error });
+            if (TERMINAL_STATUSES.includes(job.status)) end();
+          });
+      }),
+  };
+};

@@ -71,6 +71,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow a job live (server-sent events)
+         * @description Events: `status` (first the job's current status, then every change), `progress`
+         *     (runs done/total), `run` (each run's summary as it ends) and `interval` (a receiver's
+         *     interval sample as it is taken; builtin engine). The stream ends after the job's final
+         *     status. Each event's `data` is JSON with a `type` field equal to the event name.
+         */
+        get: operations["getJobEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/report": {
         parameters: {
             query?: never;
@@ -1054,6 +1079,30 @@ export interface operations {
                     "application/json": {
                         items: components["schemas"]["Run"][];
                     };
+                };
+            };
+            404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+        };
+    };
+    getJobEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             404: components["responses"]["Problem"];

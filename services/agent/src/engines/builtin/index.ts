@@ -42,10 +42,14 @@ export const builtinEngine: Engine = {
       input.startAt = task.startAt;
     }
     let port: number | null = task.role === 'sender' ? task.peer.port : null;
-    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult>>(udp ? scripts.udp : scripts.tcp, input, context.signal, (listening) => {
-      port = listening;
-      context.ready(listening);
-    }, context.spawned);
+    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult>>(udp ? scripts.udp : scripts.tcp, input, context.signal, {
+      ready: (listening) => {
+        port = listening;
+        context.ready(listening);
+      },
+      spawned: context.spawned,
+      interval: context.interval,
+    });
     return {
       figures: outcome.result?.figures ?? null,
       intervals: outcome.result?.intervals ?? [],

@@ -44,7 +44,7 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
     let lastAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
     let socketBuffers: TcpChildResult['socketBuffers'];
-    const sampler = new IntervalSampler(interval, () => bytes);
+    const sampler = new IntervalSampler(interval, () => bytes, (sample) => send({ type: 'interval', interval: sample }));
     const server = createServer({ noDelay }, (socket: Socket) => {
       accepted += 1;
       // Exactly `streams` connections belong to this flow; stop listening once they are here.

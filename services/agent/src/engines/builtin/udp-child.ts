@@ -97,7 +97,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let lastAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
     let giveUp: NodeJS.Timeout | undefined;
-    const sampler = new IntervalSampler(interval, () => received * packetSize);
+    const sampler = new IntervalSampler(interval, () => received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
     const finish = () => {
       clearTimeout(giveUp);
       const result: UdpChildResult = {

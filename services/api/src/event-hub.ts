@@ -1,0 +1,42 @@
+/**
+ * One Redis subscription per API process for every job's events, fanned out to the
+ * server-sent-event streams that follow those jobs.
+ */
+import type { Redis } from 'ioredis';
+import type { JobEvent } from '@niclab/shared/events';
+import type { Keys } from '@niclab/shared/keys';
+
+type Listener = (event: JobEvent) => void;
+
+export class EventHub {
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private subscriber: Redis | undefined;
+  private subscribed: Promise<unknown> | undefined;
+
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+
+  /** Calls `listener` with each event of the job until the returned function is called. */
+  async follow(jobId: string, listener: Listener): Promise<() => void> {
+    if (!this.subscriber) {
+      this.subscriber = this.redis.duplicate();
+      this.subscriber.on('pmessage', (_pattern: string, channel: string, text: string) => {
+        const jobId = channel.slice(channel.lastIndexOf(':') + 1);
+        const event = JSON.parse(text) as JobEvent;
+        for (const l of this.listeners.get(jobId) ?? []) l(event);
+      });
+      this.subscribed = this.subscriber.psubscribe(this.keys.jobEventsPattern);
+    }
+    await this.subscribed;
+    const set = this.listeners.get(jobId) ?? new Set<Listener>();
+    set.add(listener);
+    this.listeners.set(jobId, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(jobId);
+    };
+  }
+
+  close(): void {
+    this.subscriber?.disconnect();
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * Live events of a job on a Redis channel of its own, for GET /v1/jobs/{id}/events: status
+ * changes, progress, each run's summary as it ends and receivers' interval samples as they
+ * are taken. Fire and forget: a listener that is not there misses them, the job is in Redis.
+ */
+import type { Redis } from 'ioredis';
+import type { ErrorInfo, Interval, JobStatus } from './contract.js';
+import type { Keys } from './keys.js';
+import type { RunSummary } from './results.js';
+
+export type JobEvent =
+  | { type: 'status'; status: JobStatus; progress: { runsDone: number; runsTotal: number }; error: ErrorInfo | null }
+  | { type: 'progress'; runsDone: number; runsTotal: number }
+  | { type: 'run'; run: RunSummary }
+  | { type: 'interval'; runId: string; leg: number; role: 'receiver'; agent: string; interface: string; interval: Interval };
+
+export async function publishJobEvent(redis: Redis, keys: Keys, jobId: string, event: JobEvent): Promise<void> {
+  await redis.publish(keys.jobEvents(jobId), JSON.stringify(event));
+}
