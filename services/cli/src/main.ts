@@ -7,6 +7,7 @@ import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
+import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
 import { ConfigError, loadConfig, type Config } from '@niclab/shared/config';
 import { createLogger, type Logger } from '@niclab/shared/logger';
 import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
@@ -26,9 +27,12 @@ Usage:
                                (root) a virtual lab: one network namespace and agent per host
   niclab lab status|down [--name nl]
 
+${CLIENT_USAGE}
+
 Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
 NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_LOG_LEVEL,
-NICLAB_DATA_DIR, NICLAB_COORDINATOR. See README.md.`;
+NICLAB_DATA_DIR, NICLAB_COORDINATOR, NICLAB_RETENTION_DAYS, NICLAB_RETENTION_JOBS,
+NICLAB_RESULTS_RETENTION_DAYS, NICLAB_API, NICLAB_TOKEN. See README.md.`;
 
 type Stopper = () => Promise<void>;
 
@@ -59,6 +63,17 @@ async function runAgent(config: Config & { redisUrl: string }, log: Logger, stop
 }
 
 async function main(argv: string[]): Promise<void> {
+  const first = argv[0];
+  if (first && (CLIENT_COMMANDS as readonly string[]).includes(first)) {
+    const config = loadConfig(process.env);
+    process.exitCode = await clientCommand(first, argv.slice(1), {
+      env: { api: config.apiUrl, token: config.token },
+      out: (line) => console.log(line),
+      err: (line) => console.error(line),
+      tty: process.stderr.isTTY === true,
+    });
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -25,6 +25,9 @@ export interface Config {
   readonly retentionJobs: number;
   /** Run summaries (/v1/results) are kept this many days. */
   readonly resultsRetentionDays: number;
+  /** Where the scripting commands (`niclab run`, ...) find the API, and their token. */
+  readonly apiUrl: string;
+  readonly token: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -64,6 +67,12 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
+function apiUrl(env: Env): string {
+  const url = env.NICLAB_API || 'http://127.0.0.1:8080';
+  if (!/^https?:\/\/[^\s]+$/.test(url)) throw new ConfigError('NICLAB_API', `must be an http:// or https:// URL, got "${url}"`);
+  return url;
+}
+
 function defaultAgentId(): string {
   const name = hostname().replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (name || 'agent').slice(0, 63);
@@ -94,6 +103,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     retentionDays: number(env, 'NICLAB_RETENTION_DAYS', 30, 0.0001, 36500),
     retentionJobs: number(env, 'NICLAB_RETENTION_JOBS', 10000, 1, 10_000_000),
     resultsRetentionDays: number(env, 'NICLAB_RESULTS_RETENTION_DAYS', 365, 0.0001, 36500),
+    apiUrl: apiUrl(env),
+    token: env.NICLAB_TOKEN || undefined,
     ...overrides,
   };
   return Object.freeze(config);

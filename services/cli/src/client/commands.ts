@@ -1,0 +1,245 @@
+/**
+ * The scripting commands: `niclab run|jobs|job|cancel|agents|report|compare|schedules`, all
+ * through the REST API (`--api URL` or NICLAB_API, `--token` or NICLAB_TOKEN).
+ */
+import { parseArgs } from 'node:util';
+import type { Agent, Job } from '@niclab/shared/contract';
+import { pointLabel, alignTable } from '@niclab/shared/report';
+import { Api, ClientError } from './http.js';
+import { ArgumentError, specOf, type RunOptions } from './spec.js';
+
+export const CLIENT_COMMANDS = ['run', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules'] as const;
+
+const RUN_OPTIONS = {
+  from: { type: 'string', multiple: true },
+  to: { type: 'string', multiple: true },
+  engine: { type: 'string' },
+  t: { type: 'string', short: 't' },
+  l: { type: 'string', short: 'l' },
+  w: { type: 'string', short: 'w' },
+  P: { type: 'string', short: 'P' },
+  nodelay: { type: 'boolean' },
+  udp: { type: 'boolean' },
+  rate: { type: 'string' },
+  size: { type: 'string' },
+  rr: { type: 'boolean' },
+  request: { type: 'string' },
+  response: { type: 'string' },
+  reverse: { type: 'boolean' },
+  bidir: { type: 'boolean' },
+  repeat: { type: 'string' },
+  sweep: { type: 'string', multiple: true },
+  interval: { type: 'string' },
+  label: { type: 'string', multiple: true },
+} as const;
+
+const COMMON = {
+  api: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  csv: { type: 'boolean' },
+  wait: { type: 'boolean' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  every: { type: 'string' },
+  cron: { type: 'string' },
+  tz: { type: 'string' },
+  'min-change': { type: 'string' },
+} as const;
+
+export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or NICLAB_API, default http://127.0.0.1:8080;
+--token TOKEN or NICLAB_TOKEN):
+  niclab run --from A:eth1 --to D:eth1 [--to ...] [--engine builtin|iperf3] [-t 10] [-l 8k]
+             [-w 128k] [-P 4] [--nodelay] [--udp --rate 70kpps|100mbit --size 1500]
+             [--rr --request 1 --response 1] [--reverse|--bidir] [--repeat 10]
+             [--sweep w=8k,16k,32k] [--label key=value] [--wait] [--json]
+      several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
+      each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response.
+      Without --wait it prints the job id; with it, live progress, then the nttcp table
+      (exit 1 when the job did not succeed).
+  niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
+  niclab agents                              niclab report ID [--csv]
+  niclab compare BASELINE CANDIDATE [--min-change 1]
+  niclab schedules [list | show NAME | pause NAME | resume NAME | delete NAME]
+  niclab schedules create NAME (--every SECONDS | --cron "0 2 * * *" [--tz Europe/Berlin]) RUN-OPTIONS
+  --json prints the API's JSON instead of tables.`;
+
+type Out = (line: string) => void;
+
+export interface ClientContext {
+  api: string;
+  token?: string;
+  out: Out;
+  err: Out;
+  /** A terminal: progress redraws one line; otherwise plain lines. */
+  tty: boolean;
+}
+
+const mbit = (bps: number | null | undefined) => (bps === null || bps === undefined ? '-' : `${(bps / 1e6).toFixed(2)} Mbit/s`);
+const short = (id: string) => id.slice(0, 8);
+
+function jobLine(j: Job): string[] {
+  const flows = j.spec.flows.map((f) => `${f.from.agent}:${f.from.interface}->${f.to.agent}:${f.to.interface}`).join(' ');
+  return [j.id, j.status, j.createdAt.replace(/\.\d+Z$/, 'Z'), `${j.spec.engine}/${j.spec.protocol}/${j.spec.test}`, `${j.progress.runsDone}/${j.progress.runsTotal}`, flows];
+}
+
+/** Runs one scripting command; returns the process exit code. */
+export async function clientCommand(command: string, argv: string[], ctx: Omit<ClientContext, 'api' | 'token'> & { env: { api: string; token?: string } }): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...COMMON, ...RUN_OPTIONS } });
+  const api = new Api(values.api ?? ctx.env.api, values.token ?? ctx.env.token);
+  const { out } = ctx;
+  const print = (value: unknown) => out(JSON.stringify(value, null, 2));
+  try {
+    switch (command) {
+      case 'run':
+        return await run(api, values as RunOptions & typeof values, ctx);
+      case 'jobs': {
+        const q = new URLSearchParams({ limit: values.limit ?? '20', ...(values.status ? { status: values.status } : {}) });
+        const page = await api.json<{ items: Job[] }>('GET', `/v1/jobs?${q}`);
+        if (values.json) return print(page), 0;
+        out(alignTable([['id', 'status', 'created', 'engine', 'runs', 'flows'], ...page.items.map(jobLine)]));
+        return 0;
+      }
+      case 'job': {
+        const job = await api.json<Job>('GET', `/v1/jobs/${need(positionals[0], 'a job id')}`);
+        if (values.json) return print(job), 0;
+        out(alignTable([['id', 'status', 'created', 'engine', 'runs', 'flows'], jobLine(job)]));
+        if (job.error) out(`error: ${job.error.code}: ${job.error.message}`);
+        const rows = (job.runs ?? []).map((r) => [String(r.index), pointLabel(r.point), String(r.repetition), r.status, r.flows.map((f) => mbit(f.bitsPerSecond)).join(' + '), r.error ? `${r.error.code}: ${r.error.message}` : '']);
+        if (rows.length) out('\n' + alignTable([['run', 'point', 'rep', 'status', 'throughput', 'error'], ...rows]));
+        return 0;
+      }
+      case 'cancel': {
+        const job = await api.json<Job>('DELETE', `/v1/jobs/${need(positionals[0], 'a job id')}`);
+        if (values.json) return print(job), 0;
+        out(`job ${job.id} ${job.status}`);
+        return 0;
+      }
+      case 'agents': {
+        const { items } = await api.json<{ items: Agent[] }>('GET', '/v1/agents');
+        if (values.json) return print(items), 0;
+        const rows = items.flatMap((a) => [
+          [a.id, a.online ? 'online' : 'offline', a.lastSeen.replace(/\.\d+Z$/, 'Z'), '', '', '', ''],
+          ...a.interfaces.map((i) => ['', '', '', i.name, i.operstate, i.speedBitsPerSecond ? `${i.speedBitsPerSecond / 1e9} Gbit/s` : '-', `${i.mtu ?? '-'}  ${i.addresses.map((x) => x.address).join(' ')}`]),
+        ]);
+        out(alignTable([['agent', 'state', 'last seen', 'interface', 'oper', 'speed', 'mtu  addresses'], ...rows]));
+        return 0;
+      }
+      case 'report': {
+        const id = need(positionals[0], 'a job id');
+        if (values.json) return print(await api.json('GET', `/v1/jobs/${id}/report`)), 0;
+        out((await api.text(`/v1/jobs/${id}/report?format=${values.csv ? 'csv' : 'table'}`)).trimEnd());
+        return 0;
+      }
+      case 'compare': {
+        const q = new URLSearchParams({ baseline: need(positionals[0], 'a baseline job id'), candidate: need(positionals[1], 'a candidate job id') });
+        if (values['min-change']) q.set('minChangePercent', values['min-change']);
+        if (values.json) return print(await api.json('GET', `/v1/compare?${q}`)), 0;
+        q.set('format', 'table');
+        out((await api.text(`/v1/compare?${q}`)).trimEnd());
+        return 0;
+      }
+      case 'schedules':
+        return await schedules(api, positionals, values as RunOptions & typeof values, ctx);
+    }
+    throw new ArgumentError(`unknown command "${command}"`);
+  } catch (error) {
+    if (error instanceof ArgumentError) {
+      ctx.err(`niclab ${command}: ${error.message}`);
+      return 2;
+    }
+    if (error instanceof ClientError) {
+      ctx.err(`niclab ${command}: ${error.message}`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+}
+
+function need(value: string | undefined, what: string): string {
+  if (!value) throw new ArgumentError(`give ${what}`);
+  return value;
+}
+
+async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean }, ctx: ClientContext | (Omit<ClientContext, 'api' | 'token'> & object)): Promise<number> {
+  const submitted = await api.json<Job>('POST', '/v1/jobs', specOf(o));
+  if (!o.wait) {
+    if (o.json) ctx.out(JSON.stringify(submitted, null, 2));
+    else ctx.out(submitted.id);
+    return 0;
+  }
+  if (!o.json) ctx.err(`job ${submitted.id}: ${submitted.progress.runsTotal} run${submitted.progress.runsTotal === 1 ? '' : 's'}`);
+  let status = submitted.status;
+  let done = 0;
+  let total = submitted.progress.runsTotal;
+  let point = '';
+  let rate = '';
+  const draw = () => {
+    if (!ctx.tty || o.json) return;
+    const width = 24;
+    const filled = total ? Math.round((done / total) * width) : 0;
+    process.stderr.write(`\r[${'='.repeat(filled)}${' '.repeat(width - filled)}] ${done}/${total} runs  ${point}  ${rate}`.padEnd(100).slice(0, 100));
+  };
+  for await (const { event, data } of api.events(`/v1/jobs/${submitted.id}/events`)) {
+    if (event === 'status') status = data.status;
+    if (event === 'progress') [done, total] = [data.runsDone, data.runsTotal];
+    if (event === 'interval') rate = mbit(data.interval.bitsPerSecond);
+    if (event === 'run') {
+      const run = data.run;
+      point = pointLabel(run.point);
+      const figure = run.test === 'rr' ? `${run.flows.reduce((a: number, f: { transactionsPerSecond: number }) => a + (f.transactionsPerSecond ?? 0), 0).toFixed(0)} transactions/s` : mbit(run.flows.reduce((a: number, f: { bitsPerSecond: number | null }) => a + (f.bitsPerSecond ?? 0), 0));
+      if (!ctx.tty && !o.json) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);
+      rate = figure;
+    }
+    draw();
+  }
+  if (ctx.tty && !o.json) process.stderr.write('\n');
+  const job = await api.json<Job>('GET', `/v1/jobs/${submitted.id}`);
+  if (o.json) ctx.out(JSON.stringify(job, null, 2));
+  else {
+    ctx.out((await api.text(`/v1/jobs/${job.id}/report?format=table`)).trimEnd());
+    if (job.error) ctx.err(`job ${short(job.id)} ${job.status}: ${job.error.code}: ${job.error.message}`);
+  }
+  return (job.status ?? status) === 'succeeded' ? 0 : 1;
+}
+
+async function schedules(api: Api, positionals: string[], o: RunOptions & { json?: boolean; every?: string; cron?: string; tz?: string }, ctx: Omit<ClientContext, 'api' | 'token'>): Promise<number> {
+  const [action = 'list', name] = positionals;
+  const print = (value: unknown) => ctx.out(JSON.stringify(value, null, 2));
+  const line = (s: { name: string; cron: string | null; timezone: string | null; everySeconds: number | null; paused: boolean; nextFireAt: string | null; firings: number; skipped: number; lastJobId: string | null }) => [
+    s.name, s.cron ? `cron ${s.cron} ${s.timezone}` : `every ${s.everySeconds} s`, s.paused ? 'paused' : 'active', s.nextFireAt ?? '-', String(s.firings), String(s.skipped), s.lastJobId ?? '-',
+  ];
+  const header = ['name', 'when', 'state', 'next', 'firings', 'skipped', 'last job'];
+  switch (action) {
+    case 'list': {
+      const { items } = await api.json('GET', '/v1/schedules');
+      if (o.json) return print(items), 0;
+      ctx.out(alignTable([header, ...items.map(line)]));
+      return 0;
+    }
+    case 'create': {
+      const body: Record<string, unknown> = { name: need(name, 'a schedule name'), spec: specOf(o) };
+      if (o.every) body.everySeconds = Number(o.every);
+      if (o.cron) body.cron = o.cron;
+      if (o.tz) body.timezone = o.tz;
+      const schedule = await api.json('POST', '/v1/schedules', body);
+      if (o.json) return print(schedule), 0;
+      ctx.out(alignTable([header, line(schedule)]));
+      return 0;
+    }
+    case 'show':
+    case 'pause':
+    case 'resume': {
+      const path = `/v1/schedules/${need(name, 'a schedule name')}`;
+      const schedule = action === 'show' ? await api.json('GET', path) : await api.json('POST', `${path}/${action}`);
+      if (o.json) return print(schedule), 0;
+      ctx.out(alignTable([header, line(schedule)]));
+      return 0;
+    }
+    case 'delete':
+      await api.json('DELETE', `/v1/schedules/${need(name, 'a schedule name')}`);
+      ctx.out(`schedule ${name} deleted`);
+      return 0;
+  }
+  throw new ArgumentError(`schedules: unknown action "${action}" (list, show, create, pause, resume, delete)`);
+}

@@ -1,0 +1,147 @@
+/**
+ * `niclab run` options to a job spec: sizes like 8k, rates like 70kpps or 1gbit, endpoints
+ * like A:eth1, sweeps like w=8k,16k. Everything is checked here for a readable message, and
+ * again by the API against openapi.yaml.
+ */
+import type { JobSpec } from '@niclab/shared/contract';
+import type { components } from '@niclab/shared/generated/openapi';
+import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/names';
+
+export class ArgumentError extends Error {}
+
+type UdpRate = components['schemas']['UdpRate'];
+
+const UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/** Bytes: `1500`, `8k` (KiB, as nttcp -w 8 and iperf -w 8K mean), `1m`. */
+export function parseSize(text: string, what: string): number {
+  const m = /^(\d+(?:\.\d+)?)([kmg]?)(?:i?b)?$/i.exec(text.trim());
+  if (!m) throw new ArgumentError(`${what}: "${text}" is not a size like 1500, 8k or 1m`);
+  return Math.round(Number(m[1]) * UNITS[m[2]!.toLowerCase()]!);
+}
+
+/** A UDP rate: `70kpps` (datagrams/s) or `1gbit`, `100mbit`, `500kbit` (bits/s, decimal). */
+export function parseRate(text: string): UdpRate {
+  const m = /^(\d+(?:\.\d+)?)([kmg]?)(pps|bit|bps|bit\/s)$/i.exec(text.trim());
+  if (!m) throw new ArgumentError(`--rate: "${text}" is not a rate like 70kpps or 100mbit`);
+  const value = Math.round(Number(m[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g']);
+  return m[3]!.toLowerCase() === 'pps' ? { packetsPerSecond: value } : { bitsPerSecond: value };
+}
+
+export function parseEndpoint(text: string, what: string): { agent: string; interface: string } {
+  const [agent, iface, extra] = text.split(':');
+  if (!agent || !iface || extra !== undefined || !AGENT_ID.test(agent) || !INTERFACE_NAME.test(iface)) {
+    throw new ArgumentError(`${what}: "${text}" is not AGENT:INTERFACE (e.g. A:eth1)`);
+  }
+  return { agent, interface: iface };
+}
+
+/** Flows from --from and --to: one to many, many to one (fan-in), or pairwise. */
+export function flowsOf(from: string[], to: string[]): JobSpec['flows'] {
+  if (from.length === 0 || to.length === 0) throw new ArgumentError('give at least one --from and one --to');
+  const f = from.map((e) => parseEndpoint(e, '--from'));
+  const t = to.map((e) => parseEndpoint(e, '--to'));
+  if (f.length === 1) return t.map((dst) => ({ from: f[0]!, to: dst }));
+  if (t.length === 1) return f.map((src) => ({ from: src, to: t[0]! }));
+  if (f.length === t.length) return f.map((src, i) => ({ from: src, to: t[i]! }));
+  throw new ArgumentError(`${f.length} --from and ${t.length} --to: give one of either, or as many of each (pairs)`);
+}
+
+const SWEEP_NAMES: Record<string, { field: keyof NonNullable<JobSpec['sweep']>; parse: (v: string) => unknown }> = {
+  l: { field: 'bufferLength', parse: (v) => parseSize(v, '--sweep l') },
+  w: { field: 'socketBuffer', parse: (v) => parseSize(v, '--sweep w') },
+  P: { field: 'streams', parse: (v) => integer(v, '--sweep P') },
+  nodelay: { field: 'noDelay', parse: (v) => boolean(v, '--sweep nodelay') },
+  size: { field: 'packetSize', parse: (v) => parseSize(v, '--sweep size') },
+  rate: { field: 'rate', parse: (v) => parseRate(v) },
+  request: { field: 'requestSize', parse: (v) => parseSize(v, '--sweep request') },
+  response: { field: 'responseSize', parse: (v) => parseSize(v, '--sweep response') },
+};
+
+function integer(text: string, what: string): number {
+  if (!/^\d+$/.test(text)) throw new ArgumentError(`${what}: "${text}" is not a whole number`);
+  return Number(text);
+}
+
+function boolean(text: string, what: string): boolean {
+  if (!['on', 'off', 'true', 'false'].includes(text)) throw new ArgumentError(`${what}: "${text}" is not on/off`);
+  return text === 'on' || text === 'true';
+}
+
+/** `w=8k,16k,32k` → sweep.socketBuffer; names as nttcp and iperf spell them (l, w, P, ...). */
+export function parseSweep(texts: string[]): JobSpec['sweep'] | undefined {
+  if (texts.length === 0) return undefined;
+  const sweep: Record<string, unknown[]> = {};
+  for (const text of texts) {
+    const [name, list] = text.split('=');
+    const dimension = name ? SWEEP_NAMES[name] : undefined;
+    if (!dimension || !list) throw new ArgumentError(`--sweep: "${text}" is not NAME=V1,V2,... with NAME one of ${Object.keys(SWEEP_NAMES).join(', ')}`);
+    sweep[dimension.field] = list.split(',').map(dimension.parse);
+  }
+  return sweep as JobSpec['sweep'];
+}
+
+export interface RunOptions {
+  from?: string[];
+  to?: string[];
+  engine?: string;
+  t?: string;
+  l?: string;
+  w?: string;
+  P?: string;
+  nodelay?: boolean;
+  udp?: boolean;
+  rate?: string;
+  size?: string;
+  rr?: boolean;
+  request?: string;
+  response?: string;
+  reverse?: boolean;
+  bidir?: boolean;
+  repeat?: string;
+  sweep?: string[];
+  interval?: string;
+  label?: string[];
+}
+
+function seconds(text: string, what: string): number {
+  const value = Number(text.replace(/s$/, ''));
+  if (!Number.isFinite(value) || value <= 0) throw new ArgumentError(`${what}: "${text}" is not a number of seconds`);
+  return value;
+}
+
+export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flows'] } {
+  if (o.reverse && o.bidir) throw new ArgumentError('--reverse and --bidir exclude each other');
+  if (o.udp && o.rr) throw new ArgumentError('--udp and --rr exclude each other');
+  const spec: Partial<JobSpec> & { flows: JobSpec['flows'] } = { flows: flowsOf(o.from ?? [], o.to ?? []) };
+  if (o.engine) spec.engine = o.engine as JobSpec['engine'];
+  if (o.t) spec.duration = seconds(o.t, '-t');
+  if (o.l) spec.bufferLength = parseSize(o.l, '-l');
+  if (o.w) spec.socketBuffer = parseSize(o.w, '-w');
+  if (o.P) spec.streams = integer(o.P, '-P');
+  if (o.nodelay) spec.noDelay = true;
+  if (o.interval) spec.interval = seconds(o.interval, '--interval');
+  if (o.udp) {
+    spec.protocol = 'udp';
+    spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: parseRate(o.rate ?? '1mbit') };
+  } else if (o.rate || o.size) throw new ArgumentError('--rate and --size need --udp');
+  if (o.rr) {
+    spec.test = 'rr';
+    spec.rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
+  } else if (o.request || o.response) throw new ArgumentError('--request and --response need --rr');
+  if (o.reverse) spec.direction = 'reverse';
+  if (o.bidir) spec.direction = 'bidir';
+  if (o.repeat) spec.repeat = integer(o.repeat, '--repeat');
+  const sweep = parseSweep(o.sweep ?? []);
+  if (sweep) spec.sweep = sweep;
+  if (o.label?.length) {
+    spec.labels = Object.fromEntries(
+      o.label.map((l) => {
+        const at = l.indexOf('=');
+        if (at < 1) throw new ArgumentError(`--label: "${l}" is not KEY=VALUE`);
+        return [l.slice(0, at), l.slice(at + 1)];
+      }),
+    );
+  }
+  return spec;
+}

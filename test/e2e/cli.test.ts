@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+
+const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
+let niclab: TestNiclab;
+
+before(async () => {
+  niclab = await startNiclab(['cli']);
+});
+
+after(async () => {
+  await niclab?.stop();
+});
+
+/** `niclab ...` as a user runs it (not a terminal: progress comes as plain lines). */
+function niclabCli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH, NICLAB_API: niclab.client.base }, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+const loop = ['--from', 'cli:lo', '--to', 'cli:lo'];
+
+test('niclab run --wait: progress lines, then the nttcp table; exit 0', async () => {
+  const { code, stdout, stderr } = await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--repeat', '2', '--sweep', 'l=8k,64k', '--wait');
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /^job [0-9a-f-]{36}: 4 runs$/m);
+  assert.equal((stderr.match(/^run \d\/4 bufferLength=\d+ succeeded: [\d.]+ Mbit\/s$/gm) ?? []).length, 4, stderr);
+  assert.match(stdout, /^point bufferLength=8192 {2}\(2 succeeded, 0 failed\)$/m);
+  assert.match(stdout, /^point bufferLength=65536 {2}\(2 succeeded, 0 failed\)$/m);
+  assert.match(stdout, /end\s+Bytes\s+Real s\s+CPU s\s+Real-Mbit\/s/);
+  assert.match(stdout, /^total Mbit\/s: mean [\d.]+, sd [\d.]+, 95% CI [\d.]+-[\d.]+, cv [\d.]+%, n 2$/m);
+});
+
+test('niclab run --json --wait prints the finished job; without --wait, the job id', async () => {
+  const waited = await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--json', '--wait');
+  assert.equal(waited.code, 0, waited.stderr);
+  const job = JSON.parse(waited.stdout);
+  assert.equal(job.status, 'succeeded');
+  assert.equal(job.runs.length, 1);
+  const queued = await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--udp', '--rate', '1000pps', '--size', '1k');
+  assert.equal(queued.code, 0, queued.stderr);
+  assert.match(queued.stdout.trim(), /^[0-9a-f-]{36}$/);
+  const shown = await niclabCli('job', queued.stdout.trim(), '--json');
+  assert.deepEqual(JSON.parse(shown.stdout).spec.udp, { packetSize: 1024, rate: { packetsPerSecond: 1000 } });
+});
+
+test('errors read as sentences: the API\'s detail and fields, usage errors exit 2, no stack traces', async () => {
+  const refused = await niclabCli('run', '--from', 'cli:lo', '--to', 'nobody:lo', '--wait');
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stderr.trim(), 'niclab run: The job cannot run as specified.\n  body.flows[0].to.agent: agent "nobody" is not registered');
+  const usage = await niclabCli('run', '--from', 'cli', '--to', 'cli:lo');
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /--from: "cli" is not AGENT:INTERFACE/);
+  assert.match((await niclabCli('run', ...loop, '--rate', '70kpps')).stderr, /--rate and --size need --udp/);
+  const down = await niclabCli('jobs', '--api', 'http://127.0.0.1:1');
+  assert.equal(down.code, 1);
+  assert.match(down.stderr, /^niclab jobs: cannot reach the niclab API at http:\/\/127\.0\.0\.1:1/);
+  for (const r of [refused, usage, down]) assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+});
+
+test('jobs, job, agents, report --csv, compare, cancel and schedules', async () => {
+  const a = (await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--repeat', '2')).stdout.trim();
+  const b = (await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--repeat', '2', '--wait')).stdout;
+  assert.ok(a && b);
+  const jobs = await niclabCli('jobs', '--limit', '3');
+  assert.match(jobs.stdout, /^id\s+status\s+created\s+engine\s+runs\s+flows$/m);
+  assert.match(jobs.stdout, new RegExp(`^${a}\\s+\\w+`, 'm'));
+  const job = await niclabCli('job', a);
+  assert.match(job.stdout, /^run\s+point\s+rep\s+status\s+throughput\s+error$/m);
+  const agents = await niclabCli('agents');
+  assert.match(agents.stdout, /^cli\s+online/m);
+  assert.match(agents.stdout, /^\s+lo\s+unknown\s+-\s+65536\s+127\.0\.0\.1/m);
+  const csv = await niclabCli('report', a, '--csv');
+  assert.equal(csv.stdout.split('\n')[0], 'flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');
+  const list = JSON.parse((await niclabCli('jobs', '--json', '--limit', '2')).stdout).items;
+  const compare = await niclabCli('compare', list[1].id, list[0].id, '--min-change', '50');
+  assert.equal(compare.code, 0, compare.stderr);
+  assert.match(compare.stdout, /^\s+all\s+:\s+[\d.]+\s+[\d.]+\s+-?[\d.]+\s+\[.*\]\s+p=\S+\s+no significant change$/m);
+
+  const long = (await niclabCli('run', ...loop, '-t', '60')).stdout.trim();
+  const canceled = await niclabCli('cancel', long);
+  assert.equal(canceled.stdout.trim(), `job ${long} canceled`);
+
+  const created = await niclabCli('schedules', 'create', 'hourly', '--every', '3600', ...loop, '-t', '1');
+  assert.equal(created.code, 0, created.stderr);
+  assert.match((await niclabCli('schedules')).stdout, /^hourly\s+every 3600 s\s+active/m);
+  assert.match((await niclabCli('schedules', 'pause', 'hourly')).stdout, /^hourly\s+every 3600 s\s+paused\s+-/m);
+  assert.equal((await niclabCli('schedules', 'delete', 'hourly')).stdout.trim(), 'schedule hourly deleted');
+  assert.equal((await niclabCli('schedules', 'show', 'hourly')).code, 1);
+});
