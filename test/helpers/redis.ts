@@ -16,15 +16,19 @@ export async function freePort(): Promise<number> {
 
 export interface TestRedis extends PrivateRedis {
   dir: string;
+  /** The same server over TCP on loopback (for containers on the host's network). */
+  tcpUrl: string;
 }
 
 /** A real redis-server of the test's own, on a free port and a unix socket in a temporary folder. */
 export async function startTestRedis(): Promise<TestRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'niclab-test-'));
-  const redis = await startPrivateRedis(dir, { port: await freePort(), appendonly: false, killOnSignal: true });
+  const port = await freePort();
+  const redis = await startPrivateRedis(dir, { port, appendonly: false, killOnSignal: true });
   return {
     ...redis,
     dir,
+    tcpUrl: `redis://127.0.0.1:${port}`,
     async stop() {
       await redis.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -36,7 +36,13 @@ export class Schedules {
   /** Takes firings (every API replica does; each firing goes to one). */
   start(log: Logger): void {
     this.worker = new Worker<Firing>(QUEUE, (job) => this.fire(job), { connection: this.redis.duplicate({ maxRetriesPerRequest: null }), prefix: this.keys.bull, concurrency: 4 });
-    this.worker.on('error', (error) => log.warn({ err: error }, 'schedule worker'));
+    // BullMQ reports every reconnect attempt while Redis is away: one line per 30 s is enough.
+    let quietUntil = 0;
+    this.worker.on('error', (error) => {
+      if (Date.now() < quietUntil) return;
+      quietUntil = Date.now() + 30_000;
+      log.warn({ err: error }, 'schedule worker: Redis unreachable, retrying');
+    });
   }
 
   async close(): Promise<void> {

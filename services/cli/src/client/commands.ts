@@ -39,6 +39,7 @@ const COMMON = {
   json: { type: 'boolean' },
   csv: { type: 'boolean' },
   wait: { type: 'boolean' },
+  quiet: { type: 'boolean', short: 'q' },
   status: { type: 'string' },
   limit: { type: 'string' },
   every: { type: 'string' },
@@ -52,11 +53,11 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
   niclab run --from A:eth1 --to D:eth1 [--to ...] [--engine builtin|iperf3] [-t 10] [-l 8k]
              [-w 128k] [-P 4] [--nodelay] [--udp --rate 70kpps|100mbit --size 1500]
              [--rr --request 1 --response 1] [--reverse|--bidir] [--repeat 10]
-             [--sweep w=8k,16k,32k] [--label key=value] [--wait] [--json]
+             [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response.
       Without --wait it prints the job id; with it, live progress, then the nttcp table
-      (exit 1 when the job did not succeed).
+      (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
   niclab agents                              niclab report ID [--csv]
   niclab compare BASELINE CANDIDATE [--min-change 1]
@@ -161,21 +162,22 @@ function need(value: string | undefined, what: string): string {
   return value;
 }
 
-async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean }, ctx: ClientContext | (Omit<ClientContext, 'api' | 'token'> & object)): Promise<number> {
+async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext | (Omit<ClientContext, 'api' | 'token'> & object)): Promise<number> {
   const submitted = await api.json<Job>('POST', '/v1/jobs', specOf(o));
   if (!o.wait) {
     if (o.json) ctx.out(JSON.stringify(submitted, null, 2));
     else ctx.out(submitted.id);
     return 0;
   }
-  if (!o.json) ctx.err(`job ${submitted.id}: ${submitted.progress.runsTotal} run${submitted.progress.runsTotal === 1 ? '' : 's'}`);
+  const quiet = o.quiet || o.json;
+  if (!quiet) ctx.err(`job ${submitted.id}: ${submitted.progress.runsTotal} run${submitted.progress.runsTotal === 1 ? '' : 's'}`);
   let status = submitted.status;
   let done = 0;
   let total = submitted.progress.runsTotal;
   let point = '';
   let rate = '';
   const draw = () => {
-    if (!ctx.tty || o.json) return;
+    if (!ctx.tty || quiet) return;
     const width = 24;
     const filled = total ? Math.round((done / total) * width) : 0;
     process.stderr.write(`\r[${'='.repeat(filled)}${' '.repeat(width - filled)}] ${done}/${total} runs  ${point}  ${rate}`.padEnd(100).slice(0, 100));
@@ -188,14 +190,15 @@ async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean },
       const run = data.run;
       point = pointLabel(run.point);
       const figure = run.test === 'rr' ? `${run.flows.reduce((a: number, f: { transactionsPerSecond: number }) => a + (f.transactionsPerSecond ?? 0), 0).toFixed(0)} transactions/s` : mbit(run.flows.reduce((a: number, f: { bitsPerSecond: number | null }) => a + (f.bitsPerSecond ?? 0), 0));
-      if (!ctx.tty && !o.json) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);
+      if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);
       rate = figure;
     }
     draw();
   }
-  if (ctx.tty && !o.json) process.stderr.write('\n');
+  if (ctx.tty && !quiet) process.stderr.write('\n');
   const job = await api.json<Job>('GET', `/v1/jobs/${submitted.id}`);
   if (o.json) ctx.out(JSON.stringify(job, null, 2));
+  else if (o.quiet) ctx.out(job.id);
   else {
     ctx.out((await api.text(`/v1/jobs/${job.id}/report?format=table`)).trimEnd());
     if (job.error) ctx.err(`job ${short(job.id)} ${job.status}: ${job.error.code}: ${job.error.message}`);

@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { AgentRegistry } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
+import { Keys } from '@niclab/shared/keys';
+import { createRedis } from '@niclab/shared/redis';
 import { LabError, labDown, labStatus, labUp } from './lab.js';
 
 interface LabFlags {
@@ -28,7 +31,21 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
         name, hosts: Number(flags.hosts ?? 4), rate: flags.rate ?? '100mbit', redisUrl, prefix: config.prefix,
         dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], heartbeatSeconds: config.heartbeatSeconds,
       });
-      console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace})`);
+      // Ready means usable: every lab agent has registered, so a job naming it is accepted.
+      const redis = createRedis(redisUrl, { name: 'niclab-lab' });
+      try {
+        const registry = new AgentRegistry(redis, new Keys(config.prefix));
+        const deadline = Date.now() + 30_000;
+        for (const host of state.hosts) {
+          while (!(await registry.get(host.agentId))?.online) {
+            if (Date.now() > deadline) throw new LabError(`agent ${host.agentId} did not come online within 30 s; see ${host.log}`);
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+      } finally {
+        redis.disconnect();
+      }
+      console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace}), agents online`);
       console.log(table([['host', 'agent', 'interface', 'address', 'rate', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespace])]));
       return 0;
     }
