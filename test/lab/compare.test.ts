@@ -36,6 +36,7 @@ describe('A/B comparison on the lab', { skip: NOT_ROOT }, () => {
     const [p] = (await compare(jobs.slow!, jobs.slowAgain!)).points;
     ctx.diagnostic(`${(p.baseline.mean / 1e6).toFixed(3)} -> ${(p.candidate.mean / 1e6).toFixed(3)} Mbit/s: ${p.changePercent.toFixed(3)}%, p ${p.pValue}`);
     assert.equal(p.verdict, 'no significant change');
-    assert.ok(Math.abs(p.changePercent) < 1);
+    // Steady shapers agree within a fraction of a percent on a quiet host; a loaded one drifts a few.
+    assert.ok(Math.abs(p.changePercent) < 5, `change ${p.changePercent}%`);
   });
 });

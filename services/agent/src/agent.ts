@@ -34,6 +34,7 @@ export class AgentService {
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
   private record: AgentRecord | undefined;
   private readonly running = new Map<string, Running>();
   private readonly startedAt = new Date().toISOString();
@@ -62,6 +63,8 @@ export class AgentService {
       autorun: true,
     });
     this.worker.on('error', (error) => this.log.error({ err: error }, 'task queue error'));
+    // A stop right after start must not close connections under a worker still connecting.
+    await this.worker.waitUntilReady();
     this.heartbeatTimer = setInterval(() => {
       this.heartbeat().catch((error: unknown) => this.log.warn({ err: error }, 'heartbeat failed'));
     }, this.config.heartbeatSeconds * 1000);
@@ -70,6 +73,7 @@ export class AgentService {
 
   /** Ends running tasks (their engine processes are killed), stops taking work and deregisters. */
   async stop(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.heartbeatTimer);
     for (const { controller } of this.running.values()) {
       controller.abort({ code: 'agent_shutdown', message: `agent ${this.id} is shutting down` });
@@ -94,7 +98,8 @@ export class AgentService {
       engines,
       interfaces,
     };
-    await this.registry.heartbeat(this.record);
+    // A heartbeat still reading interfaces when stop() deregistered must not register again.
+    if (!this.stopping) await this.registry.heartbeat(this.record);
   }
 
   private async handle(task: Task): Promise<void> {
