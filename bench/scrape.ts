@@ -54,8 +54,21 @@ async function fleet(agents: number) {
       series = text.split('\n').filter((l) => l && !l.startsWith('#')).length;
     }
     server.close();
+    // The same scrape without HTTP, and its Redis read alone: where the time goes.
+    const render: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      await services.metrics.render();
+      render.push(performance.now() - t0);
+    }
+    const reads: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      await Promise.all([services.store.stats.links(), services.agents.list()]);
+      reads.push(performance.now() - t0);
+    }
     times.sort((a, b) => a - b);
-    return { agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes, medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2) };
+    return { agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes, medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2), renderMedianMs: round(median(render), 2), redisReadMedianMs: round(median(reads), 2) };
   } finally {
     await services.close();
     await redis.stop();
@@ -65,7 +78,7 @@ async function fleet(agents: number) {
 const small = await fleet(100);
 console.log(`100 agents: scrape median ${small.medianMs} ms, p99 ${small.p99Ms} ms, ${small.series} series, ${(small.bytes / 1024).toFixed(0)} KiB`);
 const large = await fleet(1000);
-console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB`);
+console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB; in-process render ${large.renderMedianMs} ms, of which reading links and agents ${large.redisReadMedianMs} ms`);
 const growth = { medianPerAgentRatio: round(large.medianMs / large.agents / (small.medianMs / small.agents)), bytesPerAgentRatio: round(large.bytes / large.agents / (small.bytes / small.agents)) };
 console.log(`growth 10x: median time per agent x${growth.medianPerAgentRatio}, bytes per agent x${growth.bytesPerAgentRatio}`);
 console.log(`written ${await writeResult('scrape', { scrapes: SCRAPES, small, large, growth })}`);

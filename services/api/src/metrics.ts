@@ -54,36 +54,10 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
   /** The read of the scrape in progress: prom-client collects every metric of a scrape at once. */
   const snapshot = (): Promise<Snapshot> => (current ??= read());
 
-  /** A metric rendered from the scrape's snapshot: no per-series bookkeeping in prom-client. */
+  /** Metrics rendered from the scrape's snapshot by renderSamples (prom-client formats slowly at fleet size). */
   type Sample = { labels: Record<string, string>; value: number };
-  const fromSnapshot = (name: string, help: string, type: 'gauge' | 'counter', samples: (s: Snapshot) => Sample[]) =>
-    registry.registerMetric({
-      name, help, type, aggregator: 'sum',
-      async get() {
-        return { name, help, type, aggregator: 'sum', values: samples(await snapshot()) };
-      },
-    } as never);
-
-  // The last result of every measured link.
-  const linkGauge = (name: string, help: string, pick: (v: LinkValues) => number | null) =>
-    fromSnapshot(name, help, 'gauge', (s) =>
-      s.links.flatMap(({ labels, values }) => {
-        const value = pick(values);
-        return value === null || value === undefined ? [] : [{ labels: labels as unknown as Record<string, string>, value }];
-      }));
-  linkGauge('niclab_link_throughput_bits_per_second', 'Goodput of the link\'s last run, as received (bits/s).', (v) => v.bitsPerSecond);
-  linkGauge('niclab_link_last_run_timestamp_seconds', 'When the link\'s last run ended (Unix seconds). Prometheus samples at scrape time: this is the measurement\'s own time.', (v) => v.endedAt);
-  linkGauge('niclab_link_path_verified', '1 when the named interfaces\' counters carried the last run\'s bytes, 0 when they did not.', (v) => v.pathVerified);
-  linkGauge('niclab_link_retransmits', 'TCP retransmits of the link\'s last run (sender side).', (v) => v.retransmits);
-  linkGauge('niclab_link_udp_loss_ratio', 'UDP datagrams lost / sent in the link\'s last run.', (v) => v.udpLossRatio);
-  linkGauge('niclab_link_jitter_seconds', 'RFC 3550 interarrival jitter of the link\'s last UDP run.', (v) => v.jitterSeconds);
-  linkGauge('niclab_link_sender_cpu_seconds_per_bit', 'Sender CPU seconds per bit sent in the link\'s last run.', (v) => v.senderCpuSecondsPerBit);
-  linkGauge('niclab_link_receiver_cpu_seconds_per_bit', 'Receiver CPU seconds per bit received in the link\'s last run.', (v) => v.receiverCpuSecondsPerBit);
-  fromSnapshot('niclab_link_rtt_seconds', 'Round-trip time percentiles of the link\'s last request/response (rr) run.', 'gauge', (s) =>
-    s.links.flatMap(({ labels, values }) =>
-      values.rttSeconds
-        ? ([['0.5', values.rttSeconds.p50], ['0.9', values.rttSeconds.p90], ['0.99', values.rttSeconds.p99]] as const).map(([quantile, value]) => ({ labels: { ...labels, quantile }, value }))
-        : []));
+  const snapshotMetrics: { name: string; help: string; type: 'gauge' | 'counter'; samples: (s: Snapshot) => Sample[] }[] = [];
+  const fromSnapshot = (name: string, help: string, type: 'gauge' | 'counter', samples: (s: Snapshot) => Sample[]) => void snapshotMetrics.push({ name, help, type, samples });
 
   // Outcomes and the queue.
   const outcomes = (s: Snapshot, which: 'jobs' | 'runs') => ['succeeded', 'failed', 'canceled'].map((outcome) => ({ labels: { outcome }, value: s[which][outcome] ?? 0 }));
@@ -119,12 +93,66 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
     async render() {
       current = read();
       current.catch(() => undefined);
-      return registry.metrics();
+      const [text, snap] = await Promise.all([registry.metrics(), current]);
+      const own = snapshotMetrics.map((m) => renderSamples(m.name, m.help, m.type, m.samples(snap)));
+      return `${text}\n${own.join('')}${renderLinks(snap.links)}`;
     },
     observeRequest(method, route, status, seconds) {
       requests.observe({ method, route, status: String(status) }, seconds);
     },
   };
+}
+
+const LINK_LABELS: (keyof LinkLabels)[] = ['src_agent', 'src_interface', 'dst_agent', 'dst_interface', 'engine', 'protocol', 'test', 'direction', 'schedule'];
+
+const LINK_METRICS: [string, string, (v: LinkValues) => number | null | undefined][] = [
+  ['niclab_link_throughput_bits_per_second', "Goodput of the link's last run, as received (bits/s).", (v) => v.bitsPerSecond],
+  ['niclab_link_last_run_timestamp_seconds', "When the link's last run ended (Unix seconds). Prometheus samples at scrape time: this is the measurement's own time.", (v) => v.endedAt],
+  ['niclab_link_path_verified', "1 when the named interfaces' counters carried the last run's bytes, 0 when they did not.", (v) => v.pathVerified],
+  ['niclab_link_retransmits', "TCP retransmits of the link's last run (sender side).", (v) => v.retransmits],
+  ['niclab_link_udp_loss_ratio', "UDP datagrams lost / sent in the link's last run.", (v) => v.udpLossRatio],
+  ['niclab_link_jitter_seconds', "RFC 3550 interarrival jitter of the link's last UDP run.", (v) => v.jitterSeconds],
+  ['niclab_link_sender_cpu_seconds_per_bit', "Sender CPU seconds per bit sent in the link's last run.", (v) => v.senderCpuSecondsPerBit],
+  ['niclab_link_receiver_cpu_seconds_per_bit', "Receiver CPU seconds per bit received in the link's last run.", (v) => v.receiverCpuSecondsPerBit],
+];
+
+const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+const sampleValue = (value: number) => (Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value));
+
+/** One metric family in the text format. */
+function renderSamples(name: string, help: string, type: string, samples: { labels: Record<string, string>; value: number }[]): string {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
+  for (const { labels, value } of samples) {
+    const set = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',');
+    lines.push(`${name}${set ? `{${set}}` : ''} ${sampleValue(value)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The last result of every link, in the text format. Rendered here rather than by prom-client:
+ * each link's nine labels are escaped once and shared by its metrics, which keeps a scrape of
+ * thousands of links cheap (prom-client formats every label of every series anew).
+ */
+export function renderLinks(links: { labels: LinkLabels; values: LinkValues }[]): string {
+  const labelSets = links.map(({ labels }) => LINK_LABELS.map((k) => `${k}="${escapeLabel(labels[k])}"`).join(','));
+  const out: string[] = [];
+  for (const [name, help, pick] of LINK_METRICS) {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    links.forEach(({ values }, i) => {
+      const value = pick(values);
+      if (value !== null && value !== undefined) out.push(`${name}{${labelSets[i]}} ${sampleValue(value)}`);
+    });
+  }
+  const rtt = 'niclab_link_rtt_seconds';
+  out.push(`# HELP ${rtt} Round-trip time percentiles of the link's last request/response (rr) run.`, `# TYPE ${rtt} gauge`);
+  links.forEach(({ values }, i) => {
+    if (!values.rttSeconds) return;
+    for (const [quantile, value] of [['0.5', values.rttSeconds.p50], ['0.9', values.rttSeconds.p90], ['0.99', values.rttSeconds.p99]] as const) {
+      out.push(`${rtt}{${labelSets[i]},quantile="${quantile}"} ${sampleValue(value)}`);
+    }
+  });
+  return `${out.join('\n')}\n`;
 }
 
 /** A histogram whose buckets live in Redis (cumulative counts by `le`), in prom-client's metric shape. */
