@@ -40,6 +40,12 @@ test('a TCP job over loopback goes queued -> running -> succeeded with both ends
   assert.deepEqual(flow.diagnostics.receiver.address, '127.0.0.1');
   assert.ok(flow.diagnostics.sender.command.length > 0);
   assert.ok(Date.parse(run.startedAt) <= Date.parse(run.finishedAt));
+  // Each end's engine ran within its run, for ~2 s (the agent's own clock, here the same host's).
+  for (const end of [flow.diagnostics.sender, flow.diagnostics.receiver]) {
+    const [started, ended] = [Date.parse(end.engineStartedAt), Date.parse(end.engineEndedAt)];
+    assert.ok(Date.parse(run.startedAt) <= started && started < ended && ended <= Date.parse(run.finishedAt), JSON.stringify(end));
+    assert.ok(ended - started >= 1900, `engine ran ${ended - started} ms`);
+  }
   // The builtin engine prints no report of its own: nothing raw is kept, and asking says so.
   assert.equal(flow.diagnostics.sender.rawOutput, undefined);
   const raw = await fetch(`${client.base}/v1/jobs/${job.id}/runs/0/flows/0/sender/raw`);

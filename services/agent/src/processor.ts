@@ -55,6 +55,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
 
   log.info({ engine: task.engine }, 'task started');
   const before = await readCounters(task.interface);
+  diagnostics.engineStartedAt = new Date().toISOString();
   const outcome = await engine.run(task, {
     signal,
     address,
@@ -66,6 +67,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
       void redis.multi().rpush(keys.runReady(task.runId), JSON.stringify(reply)).expire(keys.runReady(task.runId), REPLY_TTL_SECONDS).exec();
     },
   });
+  diagnostics.engineEndedAt = new Date().toISOString();
   const after = await readCounters(task.interface);
   const nic: NicDelta | null = before && after ? { agent: deps.agentId, interface: task.interface, ...counterDelta(before, after) } : null;
   diagnostics.port = outcome.port;

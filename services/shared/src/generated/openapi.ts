@@ -821,6 +821,16 @@ export interface components {
             engineVersion?: string;
             /** @description Path of this end's raw engine output (iperf3 JSON), where it was kept. */
             rawOutput?: string;
+            /**
+             * Format: date-time
+             * @description When the agent started the engine for this end (its clock).
+             */
+            engineStartedAt?: string;
+            /**
+             * Format: date-time
+             * @description When the engine of this end ended (its clock).
+             */
+            engineEndedAt?: string;
             /** @description The host under this end at the time of the run, for comparisons. */
             environment?: {
                 kernel: string;
