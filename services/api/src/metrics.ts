@@ -1,14 +1,14 @@
 /**
- * /metrics: prom-client with every niclab figure computed from Redis at scrape time, so any
- * API replica answers the same. Only the HTTP request histogram and the process metrics are
- * this replica's own.
+ * /metrics: every niclab figure computed from Redis at scrape time (one read per scrape), so
+ * any API replica answers the same. Only the HTTP request histogram and the process metrics
+ * are this replica's own; they alone go through prom-client.
  */
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Agent } from '@niclab/shared/contract';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stats';
 import type { ApiServices } from './services.js';
 
-/** What one scrape reads from Redis, read once and shared by every metric of that scrape. */
+/** What one scrape reads from Redis, shared by every family it renders. */
 interface Snapshot {
   links: { labels: LinkLabels; values: LinkValues }[];
   agents: Agent[];
@@ -36,7 +36,6 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
-  let current: Promise<Snapshot> | undefined;
   const read = async (): Promise<Snapshot> => {
     const [links, agentList, jobs, runs, queue] = await Promise.all([
       store.stats.links(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
@@ -51,13 +50,9 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
     const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await store.stats.histogram(name)]))) as Snapshot['histograms'];
     return { links, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms };
   };
-  /** The read of the scrape in progress: prom-client collects every metric of a scrape at once. */
-  const snapshot = (): Promise<Snapshot> => (current ??= read());
-
-  /** Metrics rendered from the scrape's snapshot by renderSamples (prom-client formats slowly at fleet size). */
-  type Sample = { labels: Record<string, string>; value: number };
-  const snapshotMetrics: { name: string; help: string; type: 'gauge' | 'counter'; samples: (s: Snapshot) => Sample[] }[] = [];
-  const fromSnapshot = (name: string, help: string, type: 'gauge' | 'counter', samples: (s: Snapshot) => Sample[]) => void snapshotMetrics.push({ name, help, type, samples });
+  /** Metrics rendered from one scrape's snapshot by renderSamples (prom-client formats slowly at fleet size). */
+  const snapshotMetrics: { name: string; help: string; type: 'gauge' | 'counter' | 'histogram'; samples: (s: Snapshot) => Sample[] }[] = [];
+  const fromSnapshot = (name: string, help: string, type: 'gauge' | 'counter' | 'histogram', samples: (s: Snapshot) => Sample[]) => void snapshotMetrics.push({ name, help, type, samples });
 
   // Outcomes and the queue.
   const outcomes = (s: Snapshot, which: 'jobs' | 'runs') => ['succeeded', 'failed', 'canceled'].map((outcome) => ({ labels: { outcome }, value: s[which][outcome] ?? 0 }));
@@ -65,7 +60,12 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
   fromSnapshot('niclab_jobs_total', 'Jobs ended, by outcome.', 'counter', (s) => outcomes(s, 'jobs'));
   fromSnapshot('niclab_jobs', 'Jobs by status now.', 'gauge', (s) => Object.entries(s.jobsByStatus).map(([status, value]) => ({ labels: { status }, value })));
   fromSnapshot('niclab_queue_jobs', 'BullMQ jobs in the coordinators\' queue, by state.', 'gauge', (s) => Object.entries(s.queue).map(([state, value]) => ({ labels: { state }, value })));
-  for (const name of Object.keys(HISTOGRAMS) as HistogramName[]) registry.registerMetric(redisHistogram(`niclab_${name}`, name === 'job_duration_seconds' ? 'Jobs from start to end (seconds).' : 'Jobs from submission to start (seconds).', async () => (await snapshot()).histograms[name]) as never);
+  for (const name of Object.keys(HISTOGRAMS) as HistogramName[]) {
+    fromSnapshot(`niclab_${name}`, name === 'job_duration_seconds' ? 'Jobs from start to end (seconds).' : 'Jobs from submission to start (seconds).', 'histogram', (s) => {
+      const { buckets, sum, count } = s.histograms[name];
+      return [...buckets.map(([le, value]) => ({ suffix: '_bucket', labels: { le }, value })), { suffix: '_sum', labels: {}, value: sum }, { suffix: '_count', labels: {}, value: count }];
+    });
+  }
 
   // Agents and their interfaces.
   fromSnapshot('niclab_agents', 'Registered agents, online or not.', 'gauge', (s) => [
@@ -91,9 +91,7 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
   return {
     registry,
     async render() {
-      current = read();
-      current.catch(() => undefined);
-      const [text, snap] = await Promise.all([registry.metrics(), current]);
+      const [text, snap] = await Promise.all([registry.metrics(), read()]);
       const own = snapshotMetrics.map((m) => renderSamples(m.name, m.help, m.type, m.samples(snap)));
       return `${text}\n${own.join('')}${renderLinks(snap.links)}`;
     },
@@ -119,12 +117,15 @@ const LINK_METRICS: [string, string, (v: LinkValues) => number | null | undefine
 const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 const sampleValue = (value: number) => (Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value));
 
+/** One series of a family; `suffix` names a histogram's `_bucket`, `_sum` and `_count`. */
+type Sample = { labels: Record<string, string>; value: number; suffix?: string };
+
 /** One metric family in the text format. */
-function renderSamples(name: string, help: string, type: string, samples: { labels: Record<string, string>; value: number }[]): string {
+function renderSamples(name: string, help: string, type: string, samples: Sample[]): string {
   const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
-  for (const { labels, value } of samples) {
+  for (const { labels, value, suffix = '' } of samples) {
     const set = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',');
-    lines.push(`${name}${set ? `{${set}}` : ''} ${sampleValue(value)}`);
+    lines.push(`${name}${suffix}${set ? `{${set}}` : ''} ${sampleValue(value)}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -153,22 +154,4 @@ export function renderLinks(links: { labels: LinkLabels; values: LinkValues }[])
     }
   });
   return `${out.join('\n')}\n`;
-}
-
-/** A histogram whose buckets live in Redis (cumulative counts by `le`), in prom-client's metric shape. */
-function redisHistogram(name: string, help: string, read: () => Promise<{ buckets: [string, number][]; sum: number; count: number }>) {
-  return {
-    name, help, type: 'histogram', aggregator: 'sum',
-    async get() {
-      const { buckets, sum, count } = await read();
-      return {
-        name, help, type: 'histogram', aggregator: 'sum',
-        values: [
-          ...buckets.map(([le, value]) => ({ metricName: `${name}_bucket`, labels: { le }, value })),
-          { metricName: `${name}_sum`, labels: {}, value: sum },
-          { metricName: `${name}_count`, labels: {}, value: count },
-        ],
-      };
-    },
-  };
 }

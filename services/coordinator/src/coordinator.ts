@@ -126,11 +126,13 @@ export class Coordinator {
       let failed = [...done.values()].filter((r) => r.status === 'failed');
       const targets: LeaseTarget[] = job.spec.flows.flatMap((f) => [f.from, f.to]);
       log.info({ runs: planned.length, resumedAt: done.size }, 'job started');
-      const finished = () => [...done.values()].filter((r) => r.status !== 'canceled');
+      // Where each point stands (adaptive repetition), recomputed only when a run has ended.
+      const standing = () => pointStates(job.spec, [...done.values()].filter((r) => r.status !== 'canceled'));
+      let states = standing();
       for (const plan of planned) {
         if (done.has(plan.index)) continue;
         // Adaptive repetition: a point whose interval is tight enough needs no more runs.
-        if (pointStates(job.spec, finished()).get(pointKey(plan.point))?.settled) continue;
+        if (states.get(pointKey(plan.point))?.settled) continue;
         const runId = randomUUID();
         if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
         try {
@@ -143,7 +145,8 @@ export class Coordinator {
           if (run.status === 'queued') break; // interrupted by shutdown: it runs again on resume
           done.set(plan.index, run);
           if (run.status === 'failed') failed = [...failed, run];
-          await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, pointStates(job.spec, finished())));
+          states = standing();
+          await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, states));
         } finally {
           await this.leases.release(runId, targets);
         }

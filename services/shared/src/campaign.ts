@@ -29,18 +29,26 @@ export interface PointState {
   halfWidthPercent: number | null;
 }
 
+/** Runs grouped by their sweep point (pointKey), in their order. */
+export function byPoint(runs: Run[]): Map<string, Run[]> {
+  const grouped = new Map<string, Run[]>();
+  for (const run of runs) {
+    const key = pointKey(run.point);
+    const list = grouped.get(key);
+    if (list) list.push(run);
+    else grouped.set(key, [run]);
+  }
+  return grouped;
+}
+
 /** Where each point of the job stands, from the runs made so far (finished ones only). */
 export function pointStates(spec: JobSpec, finished: Run[]): Map<string, PointState> {
   const reps = repetitions(spec);
   const states = new Map<string, PointState>();
-  const byPoint = new Map<string, Run[]>();
-  for (const run of finished) {
-    const key = pointKey(run.point);
-    byPoint.set(key, [...(byPoint.get(key) ?? []), run]);
-  }
+  const grouped = byPoint(finished);
   for (const point of sweepPoints(spec)) {
     const key = pointKey(point);
-    const runs = byPoint.get(key) ?? [];
+    const runs = grouped.get(key) ?? [];
     const values = runs.map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
     const summary = values.length >= 2 ? summarize(values, reps.adaptive?.confidence ?? 0.95) : null;
     const width = summary ? halfWidthPercent(summary) : null;

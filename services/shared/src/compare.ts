@@ -2,7 +2,7 @@
  * A/B comparison of two campaigns: points matched by their sweep values, Welch's t-test on the
  * headline figure, a verdict, and what differed in the environment under them.
  */
-import { headline, runValue } from './campaign.js';
+import { byPoint, headline, runValue } from './campaign.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from './generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
@@ -73,10 +73,11 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
   const confidence = 0.95;
   const keys = new Map<string, SweepPoint>();
   for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
+  const [baseByPoint, candByPoint] = [byPoint(baseRuns), byPoint(candRuns)];
+  const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
   const points: ComparedPoint[] = [...keys].map(([key, point]) => {
-    const values = (spec: JobSpec, runs: Run[]) => runs.filter((r) => pointKey(r.point) === key).map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
-    const b = summarize(values(baseline.spec, baseRuns), confidence);
-    const c = summarize(values(candidate.spec, candRuns), confidence);
+    const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence);
+    const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence);
     const w = welch(b, c, confidence);
     const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
     const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;

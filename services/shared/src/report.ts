@@ -2,11 +2,11 @@
  * A job's report: per sweep point, per leg and summed, the statistics of its runs; as JSON,
  * as CSV (one header row) and as the nttcp table the seeds print.
  */
-import { headline, pointStates } from './campaign.js';
+import { byPoint, headline, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js';
 import type { components } from './generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
-import { summarize, type Summary } from './statistics.js';
+import { summarize } from './statistics.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -15,9 +15,7 @@ type Stats = components['schemas']['Stats'];
 
 const stats = (values: (number | null | undefined)[], confidence: number): Stats | null => {
   const present = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  if (present.length === 0) return null;
-  const s: Summary = summarize(present, confidence);
-  return { ...s, confidenceInterval: [s.confidenceInterval[0], s.confidenceInterval[1]] };
+  return present.length === 0 ? null : summarize(present, confidence);
 };
 
 /** Every figure of one leg over a point's succeeded runs. */
@@ -48,9 +46,10 @@ export function buildReport(job: Job, runs: Run[]): Report {
   const confidence = reps.adaptive?.confidence ?? 0.95;
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
+  const grouped = byPoint(finished);
   const points: ReportPoint[] = sweepPoints(spec).map((point) => {
     const key = pointKey(point);
-    const mine = finished.filter((r) => pointKey(r.point) === key);
+    const mine = grouped.get(key) ?? [];
     const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
     const legs = ok[0]?.flows.length ?? 0;
     const flows = Array.from({ length: legs }, (_, leg) => legStats(ok, leg, confidence));
@@ -161,8 +160,9 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   const reps = repetitions(spec);
   const perPoint = reps.adaptive ? `${reps.min}-${reps.max} runs per point (adaptive)` : `${reps.min} run${reps.min === 1 ? '' : 's'} per point`;
   out.push(`job ${job.id}  ${spec.engine} ${spec.protocol} ${spec.test}  ${spec.flows.length} flow${spec.flows.length === 1 ? '' : 's'}  ${perPoint}  ${job.status}`);
+  const grouped = byPoint(runs.filter((r) => r.status === 'succeeded'));
   for (const p of report.points) {
-    const ok = runs.filter((r) => r.status === 'succeeded' && pointKey(r.point) === pointKey(p.point));
+    const ok = grouped.get(pointKey(p.point)) ?? [];
     out.push('', `point ${pointLabel(p.point)}  (${p.runs.succeeded} succeeded, ${p.runs.failed} failed${p.stoppedBy && p.stoppedBy !== 'fixed' ? `, stopped by ${p.stoppedBy}` : ''})`);
     const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s']];
     p.flows.forEach((f, leg) => {

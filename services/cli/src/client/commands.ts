@@ -68,8 +68,8 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
 type Out = (line: string) => void;
 
 export interface ClientContext {
-  api: string;
-  token?: string;
+  /** Where the API is and the token to send, unless --api and --token say otherwise. */
+  env: { api: string; token?: string };
   out: Out;
   err: Out;
   /** A terminal: progress redraws one line; otherwise plain lines. */
@@ -85,7 +85,7 @@ function jobLine(j: Job): string[] {
 }
 
 /** Runs one scripting command; returns the process exit code. */
-export async function clientCommand(command: string, argv: string[], ctx: Omit<ClientContext, 'api' | 'token'> & { env: { api: string; token?: string } }): Promise<number> {
+export async function clientCommand(command: string, argv: string[], ctx: ClientContext): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...COMMON, ...RUN_OPTIONS } });
   const api = new Api(values.api ?? ctx.env.api, values.token ?? ctx.env.token);
   const { out } = ctx;
@@ -162,7 +162,7 @@ function need(value: string | undefined, what: string): string {
   return value;
 }
 
-async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext | (Omit<ClientContext, 'api' | 'token'> & object)): Promise<number> {
+async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
   const submitted = await api.json<Job>('POST', '/v1/jobs', specOf(o));
   if (!o.wait) {
     if (o.json) ctx.out(JSON.stringify(submitted, null, 2));
@@ -206,7 +206,7 @@ async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; q
   return (job.status ?? status) === 'succeeded' ? 0 : 1;
 }
 
-async function schedules(api: Api, positionals: string[], o: RunOptions & { json?: boolean; every?: string; cron?: string; tz?: string }, ctx: Omit<ClientContext, 'api' | 'token'>): Promise<number> {
+async function schedules(api: Api, positionals: string[], o: RunOptions & { json?: boolean; every?: string; cron?: string; tz?: string }, ctx: ClientContext): Promise<number> {
   const [action = 'list', name] = positionals;
   const print = (value: unknown) => ctx.out(JSON.stringify(value, null, 2));
   const line = (s: { name: string; cron: string | null; timezone: string | null; everySeconds: number | null; paused: boolean; nextFireAt: string | null; firings: number; skipped: number; lastJobId: string | null }) => [
