@@ -27,7 +27,7 @@ async function fleet(agents: number) {
     const now = new Date().toISOString();
     for (const [i, id] of ids.entries()) {
       await registry.heartbeat({
-        id, hostname: id, startedAt: now, version: 'bench', kernel: '6.1', heartbeatSeconds: 5,
+        id, hostname: id, labels: { rack: `r${i % 10}` }, startedAt: now, version: 'bench', kernel: '6.1', heartbeatSeconds: 5,
         engines: { builtin: { available: true, version: 'bench' }, iperf3: { available: true, version: 'iperf 3.12' } },
         interfaces: INTERFACES.map((name, n) => ({ name, mac: `02:00:00:00:${(i % 256).toString(16).padStart(2, '0')}:0${n}`, mtu: 9000, speedBitsPerSecond: 25e9, operstate: 'up', driver: 'mlx5_core', addresses: [] })),
       });

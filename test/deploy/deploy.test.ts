@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseAllDocuments, parse } from 'yaml';
+import { loadPolicy } from '@niclab/api/policy';
 
 const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
 
@@ -27,6 +29,9 @@ describe('deploy/compose.yaml', () => {
     assert.equal(api.user, undefined, 'the image runs the API as node (uid 1000)');
     assert.equal(api.depends_on.redis.condition, 'service_healthy');
     assert.match(api.environment.REDIS_URL, /@redis:6379$/);
+    // Open to anyone who reaches it, so published on loopback only.
+    assert.equal(api.environment.NICLAB_AUTH, 'none');
+    assert.deepEqual(api.ports, ['127.0.0.1:8080:8080']);
   });
 
   test('agent: host network, root with NET_ADMIN and NET_RAW only, not privileged', () => {
@@ -94,5 +99,19 @@ describe('deploy/k8s: valid against the Kubernetes schemas', () => {
     const args: string[] = redis.template.spec.containers[0].args;
     assert.equal(args[args.indexOf('--appendfsync') + 1], 'everysec');
     assert.equal(args[args.indexOf('--maxmemory-policy') + 1], 'noeviction');
+  });
+
+  test('the API reads its access policy from a Secret, and the example policies load', () => {
+    const pod = find('Deployment', 'niclab-api')!.spec.template.spec;
+    const path = pod.containers[0].env.find((e: { name: string }) => e.name === 'NICLAB_POLICY_FILE').value as string;
+    const mount = pod.containers[0].volumeMounts.find((m: { mountPath: string }) => path.startsWith(`${m.mountPath}/`));
+    assert.equal(pod.volumes.find((v: { name: string }) => v.name === mount.name).secret.secretName, 'niclab-policy');
+    const secret = find('Secret', 'niclab-policy') as unknown as { stringData: Record<string, string> };
+    const dir = mkdtempSync(join(tmpdir(), 'niclab-deploy-'));
+    writeFileSync(join(dir, 'policy.yaml'), secret.stringData['policy.yaml']!);
+    assert.equal(loadPolicy(join(dir, 'policy.yaml')).tokens.length, 0);
+    const example = loadPolicy(join(DEPLOY, 'policy.example.yaml'));
+    assert.deepEqual(example.tokens.map((t) => [t.name, t.scope]), [['grafana', 'read'], ['nightly-ci', 'run'], ['lab-admin', 'admin']]);
+    assert.deepEqual(example.tokens[1]!.limits, { maxDurationSeconds: 600, maxStreams: 16, maxUdpBitsPerSecond: 10000000000, maxRunsPerJob: 1000, maxConcurrentJobs: 2, agentLabels: { rack: 'r1' }, interfaces: ['eth1', 'eth2'] });
   });
 });

@@ -3,12 +3,12 @@ import { assertResponse } from './contract.js';
 
 /** A tiny client for a running API process; every response is checked against openapi.yaml. */
 export class ApiClient {
-  constructor(readonly base: string) {}
+  constructor(readonly base: string, readonly token?: string) {}
 
   async call(operationId: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
     const response = await fetch(this.base + path, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();

@@ -13,13 +13,14 @@ export interface TestNiclab {
   stop(): Promise<void>;
 }
 
-export async function startNiclab(agentIds: string[], extraEnv: Record<string, string> = {}): Promise<TestNiclab> {
+/** `token`: what the test's client sends, for an API with a policy file in `extraEnv`. */
+export async function startNiclab(agentIds: string[], extraEnv: Record<string, string> = {}, token?: string): Promise<TestNiclab> {
   const redis = await startTestRedis();
   const port = await freePort();
   const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3', ...extraEnv };
   const api = spawnNiclab(['api'], env);
   const agents = agentIds.map((id) => spawnNiclab(['agent', '--id', id], env));
-  const client = new ApiClient(`http://127.0.0.1:${port}`);
+  const client = new ApiClient(`http://127.0.0.1:${port}`, token);
   const stop = async () => {
     await Promise.all(agents.map((a) => a.stop()));
     await api.stop();

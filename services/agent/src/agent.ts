@@ -91,6 +91,7 @@ export class AgentService {
     this.record = {
       id: this.id,
       hostname: hostname(),
+      labels: { ...this.config.agentLabels },
       startedAt: this.startedAt,
       version: VERSION,
       kernel: release(),

@@ -22,9 +22,12 @@ export function errorMiddleware(log: Logger) {
     let slug: string;
     let detail: string;
     let fields: HttpProblem['errors'] = [];
+    let rule: string | undefined;
     if (error instanceof HttpProblem) {
       ({ status, slug, errors: fields } = error);
       detail = error.message;
+      rule = error.extra.rule;
+      for (const [name, value] of Object.entries(error.extra.headers ?? {})) res.setHeader(name, value);
     } else if (error.type && PARSER_ERRORS[error.type]) {
       [status, slug, detail] = PARSER_ERRORS[error.type]!;
       if (error.type === 'entity.parse.failed') detail = `The body is not valid JSON: ${error.message}`;
@@ -35,7 +38,7 @@ export function errorMiddleware(log: Logger) {
       [status, slug, detail] = [500, 'internal', 'An internal error occurred; it has been logged.'];
       log.error({ err: error, path: req.path, method: req.method }, 'request failed');
     }
-    res.status(status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(status, slug, detail, fields, req.originalUrl)));
+    res.status(status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(status, slug, detail, fields, req.originalUrl, rule)));
   };
 }
 

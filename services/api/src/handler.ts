@@ -1,3 +1,4 @@
+import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
 
 /** A request after validation against openapi.yaml: defaults applied, query values typed. */
@@ -6,6 +7,8 @@ export interface ValidatedRequest {
   query: Record<string, unknown>;
   body: unknown;
   headers: Record<string, string | string[] | undefined>;
+  /** Who is asking (the token's name and scope); `anonymous` with full scope without a policy file. */
+  principal: Principal;
 }
 
 export interface Reply {

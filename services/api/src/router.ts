@@ -2,12 +2,15 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { ValidateFunction } from 'ajv';
 import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/openapi';
 import { HttpProblem } from '@niclab/shared/problem';
+import { admit, type OperationScope } from './access.js';
 import type { Handler, Reply } from './handler.js';
 import type { ApiServices } from './services.js';
 
 interface CompiledOperation {
   operationId: string;
+  scope: OperationScope;
   params?: ValidateFunction;
+  headers?: ValidateFunction;
   query?: ValidateFunction;
   body?: ValidateFunction;
   bodyRequired: boolean;
@@ -46,8 +49,13 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
       if (!handler) throw new Error(`openapi.yaml names operation ${op.operationId}, which has no handler`);
       const parameters = [...shared, ...(op.parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p))];
       const pathParams = parameters.filter((p) => p.in === 'path');
+      const headerParams = parameters.filter((p) => p.in === 'header').map((p) => ({ ...p, name: p.name.toLowerCase() }));
+      const scope = (op as { 'x-niclab-scope'?: OperationScope })['x-niclab-scope'];
+      if (!scope) throw new Error(`openapi.yaml: operation ${op.operationId} has no x-niclab-scope`);
       const compiled: CompiledOperation = {
         operationId: op.operationId,
+        scope,
+        headers: headerParams.length ? compileSchema(queryAjv, { ...(parameterSchema(headerParams) as object), additionalProperties: true }) : undefined,
         params: pathParams.length ? compileSchema(queryAjv, parameterSchema(pathParams)) : undefined,
         query: compileSchema(queryAjv, parameterSchema(parameters.filter((p) => p.in === 'query'))),
         body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
@@ -56,7 +64,8 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
       router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
         res.locals.route = path;
         try {
-          const reply = await handler(validate(compiled, req), services);
+          const principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
+          const reply = await handler({ ...validate(compiled, req), principal }, services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
           if (reply.events) await streamEvents(res, reply.events);
           else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
@@ -81,6 +90,7 @@ function validate(op: CompiledOperation, req: Request) {
   const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
   if (op.params && !op.params(params)) throw HttpProblem.invalid(fieldErrors(op.params.errors, 'path'));
   if (op.query && !op.query(query)) throw HttpProblem.invalid(fieldErrors(op.query.errors, 'query'));
+  if (op.headers && !op.headers({ ...req.headers })) throw HttpProblem.invalid(fieldErrors(op.headers.errors, 'header'));
   let body: unknown;
   if (op.body) {
     if (!req.is(JSON_TYPES)) {

@@ -12,6 +12,8 @@ import type { components } from '@niclab/shared/generated/openapi';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { HttpProblem } from '@niclab/shared/problem';
+import { checkLimits } from './access.js';
+import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
 import { submissionErrors, submitJob, withDefaults } from './submission.js';
 
@@ -28,7 +30,7 @@ export class Schedules {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-    private readonly services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log'>,
+    private readonly services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log' | 'redis' | 'keys'>,
   ) {
     this.queue = new Queue<Firing>(QUEUE, { connection: redis, prefix: keys.bull });
   }
@@ -54,19 +56,24 @@ export class Schedules {
     return input.cron ? { pattern: input.cron, tz: input.timezone ?? 'UTC' } : { every: input.everySeconds! * 1000 };
   }
 
-  async create(input: ScheduleInput): Promise<Schedule> {
+  async create(input: ScheduleInput, principal: Principal): Promise<Schedule> {
     const errors: FieldError[] = [];
     if ((input.cron === undefined) === (input.everySeconds === undefined)) errors.push({ field: 'body.cron', message: 'give either cron or everySeconds' });
     if (input.timezone !== undefined && !input.cron) errors.push({ field: 'body.timezone', message: 'applies to cron only' });
     if (input.timezone !== undefined && !validTimeZone(input.timezone)) errors.push({ field: 'body.timezone', message: `"${input.timezone}" is not a time zone (e.g. Europe/Berlin, UTC)` });
     const spec = withDefaults(input.spec);
-    errors.push(...submissionErrors(spec, await this.services.agents.list()).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
+    const registered = await this.services.agents.list();
+    await checkLimits(spec, principal, { ...this.services, agents: registered }).catch((error: unknown) => {
+      if (error instanceof HttpProblem) error.errors.forEach((e) => (e.field = e.field.replace(/^body/, 'body.spec')));
+      throw error;
+    });
+    errors.push(...submissionErrors(spec, registered).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
     if (errors.length > 0) throw HttpProblem.invalid(errors, 'The schedule cannot run as specified.');
     const key = this.keys.schedule(input.name);
     const definition = { ...input, spec, timezone: input.cron ? (input.timezone ?? 'UTC') : undefined };
     const created = await this.redis.hsetnx(key, 'definition', JSON.stringify(definition));
     if (!created) throw new HttpProblem(409, 'schedule-exists', `A schedule named ${input.name} exists.`);
-    await this.redis.multi().hset(key, { createdAt: new Date().toISOString(), paused: '0', firings: 0, skipped: 0 }).sadd(this.keys.schedules, input.name).exec();
+    await this.redis.multi().hset(key, { owner: principal.name, createdAt: new Date().toISOString(), paused: '0', firings: 0, skipped: 0 }).sadd(this.keys.schedules, input.name).exec();
     try {
       await this.queue.upsertJobScheduler(input.name, this.repeatOptions(definition), { name: 'firing', data: { schedule: input.name } });
     } catch (error) {
@@ -83,6 +90,7 @@ export class Schedules {
     const scheduler = row.paused === '1' ? undefined : await this.queue.getJobScheduler(name);
     return {
       name,
+      owner: row.owner || 'anonymous',
       cron: definition.cron ?? null,
       timezone: definition.timezone ?? null,
       everySeconds: definition.everySeconds ?? null,
@@ -137,16 +145,17 @@ export class Schedules {
     const definition = JSON.parse(row.definition) as ScheduleInput;
     const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
     const spec: JobSpec = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
-    const outcome = await submitJob(this.services, spec);
+    const owner = row.owner || 'anonymous';
+    const outcome = await submitJob(this.services, spec, { name: owner });
     // A spec that no longer runs (an agent gone) still leaves a visible, failed job.
-    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors);
+    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors, owner);
     await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: job.id, lastFiredAt: new Date().toISOString() }).exec();
   }
 
-  private async failedJob(spec: JobSpec, errors: FieldError[]) {
+  private async failedJob(spec: JobSpec, errors: FieldError[], owner: string) {
     const { store } = this.services;
     const id = randomUUID();
-    await store.create(id, spec, 0);
+    await store.create(id, spec, 0, owner);
     const error = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
     return (await store.get(id))!;

@@ -9,10 +9,12 @@ import { createRedis } from '@niclab/shared/redis';
 import { createMetrics, type Metrics } from './metrics.js';
 import { EventHub } from './event-hub.js';
 import { Schedules } from './schedules.js';
+import { apiPolicy, type Policy } from './policy.js';
 
 /** What the handlers work with; built once per API process. */
 export interface ApiServices {
   config: Config;
+  policy: Policy;
   log: Logger;
   keys: Keys;
   redis: Redis;
@@ -25,16 +27,18 @@ export interface ApiServices {
   close(): Promise<void>;
 }
 
+/** Throws ConfigError when the access policy is missing where required or is invalid. */
 export function createApiServices(config: Config & { redisUrl: string }, log: Logger): ApiServices {
+  const policy = apiPolicy(config);
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
   const store = new JobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
-  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
+  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log, redis, keys });
   const events = new EventHub(redis, keys);
   return {
-    config, log, keys, redis, jobsQueue, store, agents, schedules, events,
+    config, policy, log, keys, redis, jobsQueue, store, agents, schedules, events,
     metrics: createMetrics({ redis, keys, store, agents, jobsQueue }),
     async close() {
       events.close();

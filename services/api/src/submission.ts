@@ -3,6 +3,8 @@ import { bindAddress, isUsable } from '@niclab/agent/interfaces';
 import { randomUUID } from 'node:crypto';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
+import { checkLimits } from './access.js';
+import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
 
 /** A job may expand to at most this many runs. */
@@ -77,22 +79,31 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
 }
 
 /**
- * Validates a spec against the live inventory and, when it can run, stores it and queues it
- * for a coordinator. The one way a job comes to be (the API and schedules both use it).
+ * Validates a spec against the principal's limits (which throw 403/422) and the live
+ * inventory and, when it can run, stores it and queues it for a coordinator. The one way a
+ * job comes to be (the API and schedules both use it; a schedule's firing skips the limits,
+ * which were checked when it was created).
  */
-export async function submitJob(services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log'>, input: JobSpec): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec }> {
+export async function submitJob(
+  services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log' | 'redis' | 'keys'>,
+  input: JobSpec,
+  owner: { principal: Principal } | { name: string },
+): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec }> {
   const { store, agents, jobsQueue, log } = services;
   const spec = withDefaults(input);
-  const errors = submissionErrors(spec, await agents.list());
+  const registered = await agents.list();
+  if ('principal' in owner) await checkLimits(spec, owner.principal, { ...services, agents: registered });
+  const errors = submissionErrors(spec, registered);
   if (errors.length > 0) return { errors, spec };
   const id = randomUUID();
-  const job = await store.create(id, spec, planRuns(spec).length);
+  const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
+  const job = await store.create(id, spec, planRuns(spec).length, ownerName);
   try {
     await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000 });
   } catch (error) {
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
     throw error;
   }
-  log.info({ jobId: id, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal, schedule: spec.labels?.schedule }, 'job accepted');
+  log.info({ jobId: id, owner: ownerName, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal, schedule: spec.labels?.schedule }, 'job accepted');
   return { job };
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
+import { apiPolicy, newToken, SCOPES, type Scope } from '@niclab/api/policy';
 import { createApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
@@ -26,13 +27,16 @@ Usage:
   niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
                                (root) a virtual lab: one network namespace and agent per host
   niclab lab status|down [--name nl]
+  niclab token NAME [--scope read|run|admin]
+                               a new API token, and its policy-file entry (the API keeps only the hash)
 
 ${CLIENT_USAGE}
 
 Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
 NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_LOG_LEVEL,
 NICLAB_DATA_DIR, NICLAB_COORDINATOR, NICLAB_RETENTION_DAYS, NICLAB_RETENTION_JOBS,
-NICLAB_RESULTS_RETENTION_DAYS, NICLAB_API, NICLAB_TOKEN. See README.md.`;
+NICLAB_RESULTS_RETENTION_DAYS, NICLAB_POLICY_FILE, NICLAB_AUTH, NICLAB_AGENT_LABELS, NICLAB_API,
+NICLAB_TOKEN. See README.md.`;
 
 type Stopper = () => Promise<void>;
 
@@ -84,6 +88,7 @@ async function main(argv: string[]): Promise<void> {
       name: { type: 'string' },
       'agent-prefix': { type: 'string' },
       'no-coordinator': { type: 'boolean' },
+      scope: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -91,13 +96,16 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals[0];
   if (values.version) return void console.log(VERSION);
   if (values.help || !command) return void console.log(USAGE);
-  if (!['start', 'api', 'agent', 'coordinator', 'lab'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (!['start', 'api', 'agent', 'coordinator', 'lab', 'token'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command === 'token') return printToken(positionals[1], values.scope ?? 'run');
 
   const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};
   if (values.id) overrides.agentId = values.id;
   if (values['no-coordinator']) overrides.coordinator = false;
   // `start` is the one-machine setup: its agent is "local" unless NICLAB_AGENT_ID says otherwise.
   const base = loadConfig(process.env, overrides, command === 'start' ? 'local' : undefined);
+  // A policy the API could not serve with stops the start before anything (a private Redis) runs.
+  if (command === 'start' || command === 'api') apiPolicy(base);
   if (command === 'lab') {
     process.exitCode = await labCommand(positionals[1], values, base);
     return;
@@ -138,6 +146,15 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'start' || command === 'api') await listen(config, log.child({ role: 'api' }), stoppers);
   if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
   if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
+}
+
+function printToken(name: string | undefined, scope: string): void {
+  if (!name || !/^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$/.test(name)) throw new UsageError('token needs a NAME: letters, digits, ".", "_", "@", "-"');
+  if (!(SCOPES as readonly string[]).includes(scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}`);
+  const { token, sha256 } = newToken();
+  console.log(`token: ${token}`);
+  console.log(`Give it to its user (NICLAB_TOKEN or --token); niclab keeps only its hash. Add to the policy file's tokens:`);
+  console.log(`  - { name: ${name}, sha256: "${sha256}", scopes: [${scope as Scope}] }`);
 }
 
 export class UsageError extends Error {}

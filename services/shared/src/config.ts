@@ -11,6 +11,8 @@ export interface Config {
   readonly host: string;
   readonly port: number;
   readonly agentId: string;
+  /** NICLAB_AGENT_LABELS (`rack=r1,lab=nic`): what policies select agents by. */
+  readonly agentLabels: Readonly<Record<string, string>>;
   readonly heartbeatSeconds: number;
   /** Seconds a run may take beyond its duration for setup and teardown before it is failed. */
   readonly setupSeconds: number;
@@ -28,6 +30,10 @@ export interface Config {
   /** Where the scripting commands (`niclab run`, ...) find the API, and their token. */
   readonly apiUrl: string;
   readonly token: string | undefined;
+  /** The API's access policy (tokens, scopes, limits); unset means anyone may do anything. */
+  readonly policyFile: string | undefined;
+  /** NICLAB_AUTH=none: serve without a policy file beyond loopback, knowingly. */
+  readonly authNone: boolean;
 }
 
 export class ConfigError extends Error {
@@ -67,6 +73,17 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
+function agentLabels(env: Env): Record<string, string> {
+  const raw = env.NICLAB_AGENT_LABELS ?? '';
+  const labels: Record<string, string> = {};
+  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,62})=([A-Za-z0-9._-]{0,63})$/.exec(pair);
+    if (!match) throw new ConfigError('NICLAB_AGENT_LABELS', `"${pair}" is not key=value (letters, digits, ".", "_", "-")`);
+    labels[match[1]!] = match[2]!;
+  }
+  return labels;
+}
+
 function apiUrl(env: Env): string {
   const url = env.NICLAB_API || 'http://127.0.0.1:8080';
   if (!/^https?:\/\/[^\s]+$/.test(url)) throw new ConfigError('NICLAB_API', `must be an http:// or https:// URL, got "${url}"`);
@@ -94,6 +111,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     host: env.NICLAB_HOST || '127.0.0.1',
     port: number(env, 'NICLAB_PORT', 8080, 0, 65535),
     agentId,
+    agentLabels: agentLabels(env),
     heartbeatSeconds: number(env, 'NICLAB_HEARTBEAT_SECONDS', 5, 0.2, 300),
     setupSeconds: number(env, 'NICLAB_SETUP_SECONDS', 10, 1, 600),
     bodyLimitBytes: number(env, 'NICLAB_BODY_LIMIT_BYTES', 65536, 1024, 16 * 1024 * 1024),
@@ -105,6 +123,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     resultsRetentionDays: number(env, 'NICLAB_RESULTS_RETENTION_DAYS', 365, 0.0001, 36500),
     apiUrl: apiUrl(env),
     token: env.NICLAB_TOKEN || undefined,
+    policyFile: env.NICLAB_POLICY_FILE ? resolve(env.NICLAB_POLICY_FILE) : undefined,
+    authNone: oneOf(env, 'NICLAB_AUTH', 'policy', ['policy', 'none']) === 'none',
     ...overrides,
   };
   return Object.freeze(config);

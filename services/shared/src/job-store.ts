@@ -46,19 +46,24 @@ export class JobStore {
     this.results = new Results(redis, keys);
   }
 
-  async create(id: string, spec: JobSpec, runsTotal: number, now = new Date()): Promise<Job> {
+  async create(id: string, spec: JobSpec, runsTotal: number, owner = 'anonymous', now = new Date()): Promise<Job> {
     const createdAt = now.toISOString();
     const member = `${String(now.getTime()).padStart(15, '0')}:${id}`;
     await this.redis
       .multi()
       .hset(this.keys.job(id), {
-        id, status: 'queued', spec: JSON.stringify(spec), createdAt, startedAt: '', finishedAt: '',
+        id, status: 'queued', spec: JSON.stringify(spec), owner, createdAt, startedAt: '', finishedAt: '',
         runsDone: 0, runsTotal, error: '', waitingFor: '', member,
       })
       .zadd(this.keys.jobIndex(), 0, member)
       .zadd(this.keys.jobIndex('queued'), 0, member)
+      .sadd(this.keys.ownerActive(owner), id)
       .exec();
-    return { id, status: 'queued', spec, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
+    return { id, status: 'queued', spec, owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
+  }
+
+  async status(id: string): Promise<JobStatus | null> {
+    return (await this.redis.hget(this.keys.job(id), 'status')) as JobStatus | null;
   }
 
   async get(id: string): Promise<Job | null> {
@@ -177,6 +182,7 @@ function toJob(row: Record<string, string> | null | undefined): Job | null {
     id: row.id,
     status: row.status as JobStatus,
     spec: JSON.parse(row.spec ?? '{}') as JobSpec,
+    owner: row.owner || 'anonymous',
     createdAt: row.createdAt ?? '',
     startedAt: row.startedAt || null,
     finishedAt: row.finishedAt || null,

@@ -44,4 +44,11 @@ export class Keys {
 
   /** Pub/sub channel announcing canceled jobs and abandoned runs to every agent. */
   get cancelChannel(): string { return `${this.prefix}:cancel`; }
+
+  /** Requests of one caller (token name or address) in one minute window. */
+  rateLimit(caller: string, window: number): string { return `${this.prefix}:ratelimit:${caller}:${window}`; }
+  /** What an Idempotency-Key of a token answered: its body's hash and the job it created. */
+  idempotency(owner: string, keyHash: string): string { return `${this.prefix}:idempotency:${owner}:${keyHash}`; }
+  /** Jobs of a token that may still be queued or running (pruned as they are read). */
+  ownerActive(owner: string): string { return `${this.prefix}:owner:${owner}:active`; }
 }

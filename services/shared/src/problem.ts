@@ -25,6 +25,8 @@ export class HttpProblem extends Error {
     readonly slug: string,
     message: string,
     readonly errors: FieldError[] = [],
+    /** The policy rule broken, and headers to send (WWW-Authenticate, Retry-After). */
+    readonly extra: { rule?: string; headers?: Record<string, string> } = {},
   ) {
     super(message);
     this.name = 'HttpProblem';
@@ -39,7 +41,7 @@ export class HttpProblem extends Error {
   }
 }
 
-export function problemBody(status: number, slug: string, detail: string, errors: FieldError[] = [], instance?: string): Problem {
+export function problemBody(status: number, slug: string, detail: string, errors: FieldError[] = [], instance?: string, rule?: string): Problem {
   const body: Problem = {
     type: `https://niclab.dev/problems/${slug}`,
     title: TITLES[status] ?? 'Error',
@@ -47,6 +49,7 @@ export function problemBody(status: number, slug: string, detail: string, errors
     detail,
   };
   if (instance) body.instance = instance;
+  if (rule) body.rule = rule;
   if (errors.length > 0) body.errors = errors;
   return body;
 }

@@ -3,12 +3,19 @@ import { HttpProblem } from '@niclab/shared/problem';
 import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/compare';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
 import type { Handler } from '../handler.js';
+import { mayManage } from '../access.js';
+import { onceper } from '../idempotency.js';
 import { submitJob } from '../submission.js';
 
-export const createJob: Handler = async ({ body }, services) => {
-  const outcome = await submitJob(services, body as JobSpec);
-  if ('errors' in outcome) throw HttpProblem.invalid(outcome.errors, 'The job cannot run as specified.');
-  return { status: 202, body: outcome.job, headers: { Location: `/v1/jobs/${outcome.job.id}` } };
+export const createJob: Handler = async ({ body, headers, principal }, services) => {
+  const submit = async () => {
+    const outcome = await submitJob(services, body as JobSpec, { principal });
+    if ('errors' in outcome) throw HttpProblem.invalid(outcome.errors, 'The job cannot run as specified.');
+    return outcome.job;
+  };
+  const key = headers['idempotency-key'];
+  const { job, replayed } = typeof key === 'string' ? await onceper(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
+  return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 
 export const listJobs: Handler = async ({ query }, { store }) => {
@@ -63,10 +70,11 @@ export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) 
   return { status: 200, raw: { contentType: 'application/json', text }, headers: { 'Content-Disposition': `attachment; filename="${filename}"` } };
 };
 
-export const cancelJob: Handler = async ({ params }, { store, redis, keys, jobsQueue, log }) => {
+export const cancelJob: Handler = async ({ params, principal }, { store, redis, keys, jobsQueue, log }) => {
   const id = params.id as string;
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
+  if (!mayManage(principal, job.owner)) throw new HttpProblem(403, 'forbidden', `Job ${id} belongs to ${job.owner}; cancelling another's job needs the "admin" scope.`, [], { rule: 'owner' });
   const error = { code: 'canceled', message: 'Canceled by request.' };
   if (TERMINAL_STATUSES.includes(job.status) || !(await store.transition(id, ['queued', 'running'], 'canceled', { finishedAt: new Date().toISOString(), error }))) {
     const now = await store.get(id);
@@ -75,7 +83,7 @@ export const cancelJob: Handler = async ({ params }, { store, redis, keys, jobsQ
   // Coordinators and agents stop its run and end its processes; a job still waiting leaves the queue.
   await redis.publish(keys.cancelChannel, JSON.stringify({ jobId: id, code: 'canceled', message: error.message }));
   await jobsQueue.remove(id).catch(() => undefined);
-  log.info({ jobId: id, was: job.status }, 'job canceled');
+  log.info({ jobId: id, was: job.status, by: principal.name }, 'job canceled');
   return { status: 202, body: await store.get(id) };
 };
 

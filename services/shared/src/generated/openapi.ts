@@ -19,6 +19,11 @@ export interface paths {
          * @description The spec is validated against this schema, against the live agent inventory (agents
          *     online, interfaces present and up) and against what the chosen engine can run.
          *     Accepted jobs are queued and answered with 202.
+         *
+         *     With an `Idempotency-Key`, a retry of the same request (same key, same body, same token)
+         *     answers the job the first one created, with `Idempotent-Replayed: true`, for 24 hours.
+         *     The same key with another body is 422; a duplicate arriving while the first is still
+         *     being handled is 409.
          */
         post: operations["createJob"];
         delete?: never;
@@ -325,7 +330,7 @@ export interface paths {
          * Prometheus metrics of the whole fleet
          * @description Computed from Redis at scrape time, so every API replica answers the same (only
          *     `niclab_http_request_duration_seconds` and the process metrics are per replica).
-         *     The README lists every metric.
+         *     The README lists every metric. Open to anyone unless the policy says `metrics: read`.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -644,6 +649,8 @@ export interface components {
         };
         Schedule: {
             name: components["schemas"]["ScheduleName"];
+            /** @description The token that created it; its firings are its jobs. Only it, or an admin token, may pause, resume or delete it. */
+            owner: string;
             cron: string | null;
             timezone: string | null;
             everySeconds: number | null;
@@ -680,6 +687,8 @@ export interface components {
         };
         Job: {
             id: components["schemas"]["Id"];
+            /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
+            owner: string;
             status: components["schemas"]["JobStatus"];
             /**
              * @description The interfaces (`agent:interface`) another run holds and this job waits for, or null.
@@ -909,6 +918,10 @@ export interface components {
         Agent: {
             id: components["schemas"]["AgentId"];
             hostname: string;
+            /** @description The agent's NICLAB_AGENT_LABELS (`rack=r1,lab=nic`); a policy can limit a token to agents with given labels. */
+            labels: {
+                [key: string]: string;
+            };
             /** @description False when stopped, or not seen for 3 heartbeats. */
             online: boolean;
             /** Format: date-time */
@@ -935,6 +948,8 @@ export interface components {
             status: number;
             detail?: string;
             instance?: string;
+            /** @description The policy rule a request broke (`scope`, `maxDurationSeconds`, `agents`, ...). */
+            rule?: string;
             /** @description One entry per offending field. */
             errors?: {
                 /** @description A path into the request, e.g. `body.flows[0].from.interface` or `query.limit`. */
@@ -987,13 +1002,18 @@ export interface operations {
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     createJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1014,9 +1034,13 @@ export interface operations {
                 };
             };
             400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
         };
     };
@@ -1064,9 +1088,12 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     listRuns: {
@@ -1091,8 +1118,11 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getJobEvents: {
@@ -1115,8 +1145,11 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getReport: {
@@ -1143,8 +1176,11 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getRawOutput: {
@@ -1172,8 +1208,11 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     compareJobs: {
@@ -1201,8 +1240,11 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     listResults: {
@@ -1236,7 +1278,10 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     listSchedules: {
@@ -1283,8 +1328,11 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getSchedule: {
@@ -1307,8 +1355,11 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     deleteSchedule: {
@@ -1353,8 +1404,11 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     resumeSchedule: {
@@ -1401,6 +1455,9 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getAgent: {
@@ -1423,6 +1480,8 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
         };
@@ -1445,6 +1504,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            429: components["responses"]["Problem"];
         };
     };
     getHealth: {

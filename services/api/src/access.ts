@@ -1,0 +1,122 @@
+import type { Redis } from 'ioredis';
+import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
+import type { JobStore } from '@niclab/shared/job-store';
+import type { Keys } from '@niclab/shared/keys';
+import { paramsAt, planRuns } from '@niclab/shared/plan';
+import { HttpProblem } from '@niclab/shared/problem';
+import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
+
+/** What an operation of openapi.yaml needs (`x-niclab-scope`). */
+export type OperationScope = Scope | 'public' | 'metrics';
+
+const ANYONE: Principal = { name: 'anonymous', scope: null, limits: {} };
+const WINDOW_MS = 60_000;
+
+/**
+ * Lets a request through or throws the problem that says why not: 401 without a known token,
+ * 403 without the scope, 429 over the policy's requests per minute (counted in Redis, so
+ * every API replica shares the count).
+ */
+export async function admit(
+  deps: { policy: Policy; redis: Redis; keys: Keys },
+  needed: OperationScope,
+  request: { authorization: string | undefined; address: string | undefined },
+  now = Date.now(),
+): Promise<Principal> {
+  const { policy } = deps;
+  if (needed === 'public' || (needed === 'metrics' && policy.metrics === 'public')) return ANYONE;
+  const principal = authenticate(policy, request.authorization);
+  if (principal === null) {
+    throw new HttpProblem(401, 'unauthorized', 'This API needs a token: send Authorization: Bearer <token>.', [], { rule: 'token', headers: { 'WWW-Authenticate': 'Bearer realm="niclab"' } });
+  }
+  if (principal === undefined) {
+    throw new HttpProblem(401, 'unauthorized', 'The token is not one this API knows.', [], { rule: 'token', headers: { 'WWW-Authenticate': 'Bearer realm="niclab", error="invalid_token"' } });
+  }
+  const scope: Scope = needed === 'metrics' ? 'read' : needed;
+  if (!includes(principal.scope, scope)) {
+    throw new HttpProblem(403, 'forbidden', `This needs the "${scope}" scope; ${principal.name === 'anonymous' ? 'anonymous requests' : `token ${principal.name}`} ${principal.scope ? `only has "${principal.scope}"` : 'has none'}.`, [], { rule: 'scope' });
+  }
+  if (policy.requestsPerMinute !== null) {
+    const window = Math.floor(now / WINDOW_MS);
+    const caller = principal.name === 'anonymous' ? `ip:${request.address ?? 'unknown'}` : principal.name;
+    const key = deps.keys.rateLimit(caller, window);
+    const [[, count]] = (await deps.redis.multi().incr(key).pexpire(key, WINDOW_MS * 2).exec()) as [[unknown, number]];
+    if (count > policy.requestsPerMinute) {
+      const retryAfter = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
+      throw new HttpProblem(429, 'rate-limited', `More than ${policy.requestsPerMinute} requests this minute; try again in ${retryAfter} s.`, [], { rule: 'requestsPerMinute', headers: { 'Retry-After': String(retryAfter) } });
+    }
+  }
+  return principal;
+}
+
+/** Whether a principal may act on something another principal owns (its job, its schedule). */
+export function mayManage(principal: Principal, owner: string): boolean {
+  return principal.name === owner || includes(principal.scope, 'admin');
+}
+
+function limitError(field: string, rule: string, message: string): HttpProblem {
+  return new HttpProblem(422, 'limit', `The job asks for more than token limits allow (${rule}).`, [{ field, message }], { rule });
+}
+
+/**
+ * Checks a spec against the principal's limits; throws 422 (a size over a limit) or 403 (an
+ * agent or interface the token may not use, or too many jobs at once) naming the rule.
+ */
+export async function checkLimits(
+  spec: JobSpec,
+  principal: Principal,
+  deps: { agents: Agent[]; store: JobStore; redis: Redis; keys: Keys },
+): Promise<void> {
+  const limits = principal.limits;
+  if (spec.tuning && !includes(principal.scope, 'admin')) {
+    throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field: 'body.tuning', message: 'needs the "admin" scope' }], { rule: 'scope' });
+  }
+  const runs = planRuns(spec);
+  if (limits.maxRunsPerJob !== undefined && runs.length > limits.maxRunsPerJob) {
+    throw limitError('body.repeat', 'maxRunsPerJob', `the job makes up to ${runs.length} runs; the limit is ${limits.maxRunsPerJob}`);
+  }
+  if (limits.maxDurationSeconds !== undefined && spec.duration > limits.maxDurationSeconds) {
+    throw limitError('body.duration', 'maxDurationSeconds', `${spec.duration} s is over the limit of ${limits.maxDurationSeconds} s`);
+  }
+  for (const run of runs) {
+    const params = paramsAt(spec, run.point);
+    if (limits.maxStreams !== undefined && params.streams > limits.maxStreams) {
+      throw limitError(run.point.streams !== undefined ? 'body.sweep.streams' : 'body.streams', 'maxStreams', `${params.streams} streams is over the limit of ${limits.maxStreams}`);
+    }
+    if (limits.maxUdpBitsPerSecond !== undefined && params.udp) {
+      const rate = params.udp.rate;
+      const bits = 'bitsPerSecond' in rate ? rate.bitsPerSecond : rate.packetsPerSecond * params.udp.packetSize * 8;
+      if (bits > limits.maxUdpBitsPerSecond) {
+        throw limitError(run.point.rate !== undefined ? 'body.sweep.rate' : 'body.udp.rate', 'maxUdpBitsPerSecond', `${bits} bit/s is over the limit of ${limits.maxUdpBitsPerSecond} bit/s`);
+      }
+    }
+  }
+  const denied: FieldError[] = [];
+  const byId = new Map(deps.agents.map((agent) => [agent.id, agent]));
+  spec.flows.forEach((flow, i) => {
+    for (const side of ['from', 'to'] as const) {
+      const { agent: id, interface: name } = flow[side];
+      const labels = byId.get(id)?.labels ?? {};
+      const mismatch = Object.entries(limits.agentLabels ?? {}).find(([key, value]) => labels[key] !== value);
+      if (mismatch) denied.push({ field: `body.flows[${i}].${side}.agent`, message: `agent "${id}" does not have the label ${mismatch[0]}=${mismatch[1]} this token is limited to` });
+      else if (limits.interfaces && !limits.interfaces.includes(name)) denied.push({ field: `body.flows[${i}].${side}.interface`, message: `this token may only use interfaces ${limits.interfaces.join(', ')}` });
+    }
+  });
+  if (denied.length > 0) throw new HttpProblem(403, 'forbidden', 'The job uses agents or interfaces this token may not use.', denied, { rule: 'agents' });
+  if (limits.maxConcurrentJobs !== undefined) {
+    const active = await activeJobs(principal.name, deps);
+    if (active >= limits.maxConcurrentJobs) {
+      throw new HttpProblem(403, 'forbidden', `Token ${principal.name} has ${active} jobs queued or running; its limit is ${limits.maxConcurrentJobs}.`, [], { rule: 'maxConcurrentJobs' });
+    }
+  }
+}
+
+/** Counts the owner's jobs still queued or running, dropping finished ones from the set. */
+async function activeJobs(owner: string, deps: { store: JobStore; redis: Redis; keys: Keys }): Promise<number> {
+  const key = deps.keys.ownerActive(owner);
+  const ids = await deps.redis.smembers(key);
+  const statuses = await Promise.all(ids.map((id) => deps.store.status(id)));
+  const finished = ids.filter((_, i) => statuses[i] !== 'queued' && statuses[i] !== 'running');
+  if (finished.length > 0) await deps.redis.srem(key, ...finished);
+  return ids.length - finished.length;
+}

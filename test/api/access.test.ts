@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import request from 'supertest';
+import { AgentService } from '@niclab/agent/agent';
+import { apiPolicy, loadPolicy, newToken } from '@niclab/api/policy';
+import { ConfigError } from '@niclab/shared/config';
+import { assertResponse } from '../helpers/contract.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'niclab-policy-'));
+const reader = newToken();
+const runner = newToken();
+const other = newToken();
+const admin = newToken();
+const limited = newToken();
+const lo = (agent: string) => ({ agent, interface: 'lo' });
+const spec = (extra: Record<string, unknown> = {}) => ({ engine: 'builtin', duration: 1, flows: [{ from: lo('r1'), to: lo('r1') }], ...extra });
+
+function policyFile(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const POLICY = `
+# niclab access policy of the tests
+anonymous: none
+metrics: read
+requestsPerMinute: 400
+limits:
+  maxDurationSeconds: 30
+tokens:
+  - { name: reader, sha256: ${reader.sha256}, scopes: [read] }
+  - { name: runner, sha256: ${runner.sha256}, scopes: [run] }
+  - { name: other, sha256: ${other.sha256}, scopes: [run] }
+  - { name: admin, sha256: ${admin.sha256}, scopes: [admin] }
+  - name: limited
+    sha256: ${limited.sha256}
+    scopes: [run]
+    limits: { maxDurationSeconds: 5, maxStreams: 2, maxUdpBitsPerSecond: 10000000, maxRunsPerJob: 4, maxConcurrentJobs: 2, agentLabels: { rack: r1 }, interfaces: [lo] }
+`;
+
+let redis: TestRedis;
+let stack: Stack;
+let r2: AgentService;
+
+before(async () => {
+  redis = await startTestRedis();
+  // No coordinator: accepted jobs stay queued, which is what the concurrency limit counts.
+  const config = testConfig(redis.url, { policyFile: policyFile('policy.yaml', POLICY), agentLabels: { rack: 'r1' } });
+  stack = await startStack(config, { agents: ['r1'] });
+  r2 = new AgentService({ ...config, agentId: 'r2', agentLabels: { rack: 'r2' } }, silentLog);
+  await r2.start();
+});
+after(async () => {
+  await r2?.stop();
+  await stack?.close();
+  await redis?.stop();
+});
+
+const as = (token: { token: string } | null, method: 'get' | 'post' | 'delete', path: string) => {
+  const req = request(stack.app)[method](path);
+  return token ? req.set('authorization', `Bearer ${token.token}`) : req;
+};
+
+describe('tokens and scopes', () => {
+  test('no token is 401 with WWW-Authenticate; an unknown one too; health stays open', async () => {
+    const none = await as(null, 'get', '/v1/jobs');
+    assertResponse('listJobs', none);
+    assert.equal(none.status, 401);
+    assert.equal(none.body.rule, 'token');
+    assert.match(none.headers['www-authenticate'] ?? '', /^Bearer/);
+    const forged = await request(stack.app).get('/v1/jobs').set('authorization', `Bearer ${reader.token}x`);
+    assert.equal(forged.status, 401);
+    assert.match(forged.headers['www-authenticate'] ?? '', /invalid_token/);
+    const basic = await request(stack.app).get('/v1/jobs').set('authorization', 'Basic dXNlcjpwYXNz');
+    assert.equal(basic.status, 401);
+    assert.equal((await as(null, 'get', '/healthz')).status, 200);
+    assert.equal((await as(null, 'get', '/readyz')).status, 200);
+    assert.equal((await as(null, 'get', '/openapi.yaml')).status, 200);
+  });
+
+  test('metrics: read in the policy puts /metrics behind a read token', async () => {
+    assert.equal((await as(null, 'get', '/metrics')).status, 401);
+    assert.equal((await as(reader, 'get', '/metrics')).status, 200);
+  });
+
+  test('read may read but not submit (403 naming the scope); run may submit; the job records its owner', async () => {
+    assert.equal((await as(reader, 'get', '/v1/agents')).status, 200);
+    const denied = await as(reader, 'post', '/v1/jobs').send(spec());
+    assertResponse('createJob', denied);
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.rule, 'scope');
+    assert.match(denied.body.detail, /"run" scope/);
+    const accepted = await as(runner, 'post', '/v1/jobs').send(spec());
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    assert.equal(accepted.body.owner, 'runner');
+  });
+
+  test('run cancels its own jobs only; admin cancels anyone\'s', async () => {
+    const mine = (await as(runner, 'post', '/v1/jobs').send(spec())).body.id;
+    const theirs = (await as(runner, 'post', '/v1/jobs').send(spec())).body.id;
+    const foreign = await as(other, 'delete', `/v1/jobs/${mine}`);
+    assertResponse('cancelJob', foreign);
+    assert.equal(foreign.status, 403);
+    assert.equal(foreign.body.rule, 'owner');
+    assert.equal((await as(runner, 'delete', `/v1/jobs/${mine}`)).status, 202);
+    assert.equal((await as(admin, 'delete', `/v1/jobs/${theirs}`)).status, 202);
+  });
+
+  test('tuning needs admin', async () => {
+    const res = await as(runner, 'post', '/v1/jobs').send(spec({ tuning: { mtu: 9000 } }));
+    assert.equal(res.status, 403);
+    assert.equal(res.body.errors[0].field, 'body.tuning');
+  });
+
+  test('schedules belong to their creator: another run token may not pause or delete them', async () => {
+    const created = await as(runner, 'post', '/v1/schedules').send({ name: 'mine', everySeconds: 3600, spec: spec() });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.owner, 'runner');
+    assert.equal((await as(other, 'post', '/v1/schedules/mine/pause')).status, 403);
+    assert.equal((await as(other, 'delete', '/v1/schedules/mine')).status, 403);
+    assert.equal((await as(reader, 'delete', '/v1/schedules/mine')).status, 403);
+    assert.equal((await as(runner, 'post', '/v1/schedules/mine/pause')).status, 200);
+    assert.equal((await as(admin, 'delete', '/v1/schedules/mine')).status, 204);
+  });
+});
+
+describe('limits', () => {
+  const cases: [string, Record<string, unknown>, number, string, string][] = [
+    ['duration over the token limit', { duration: 6 }, 422, 'maxDurationSeconds', 'body.duration'],
+    ['streams over the limit', { streams: 3 }, 422, 'maxStreams', 'body.streams'],
+    ['a swept stream count over the limit', { sweep: { streams: [1, 4] } }, 422, 'maxStreams', 'body.sweep.streams'],
+    ['UDP bit rate over the limit', { protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 2000 } } }, 422, 'maxUdpBitsPerSecond', 'body.udp.rate'],
+    ['too many runs', { repeat: 5 }, 422, 'maxRunsPerJob', 'body.repeat'],
+    ['an agent without the token\'s label', { flows: [{ from: lo('r1'), to: lo('r2') }] }, 403, 'agents', 'body.flows[0].to.agent'],
+  ];
+  for (const [name, extra, status, rule, field] of cases) {
+    test(`${name}: ${status} naming rule ${rule} and ${field}`, async () => {
+      const res = await as(limited, 'post', '/v1/jobs').send(spec(extra));
+      assertResponse('createJob', res);
+      assert.equal(res.status, status, JSON.stringify(res.body));
+      assert.equal(res.body.rule, rule);
+      assert.equal(res.body.errors[0].field, field);
+    });
+  }
+
+  test('the policy-wide limit applies to tokens without their own', async () => {
+    const res = await as(runner, 'post', '/v1/jobs').send(spec({ duration: 31 }));
+    assert.equal(res.status, 422);
+    assert.equal(res.body.rule, 'maxDurationSeconds');
+  });
+
+  test('at most maxConcurrentJobs queued or running; a canceled one frees its place', async () => {
+    const first = await as(limited, 'post', '/v1/jobs').send(spec());
+    assert.equal(first.status, 202, JSON.stringify(first.body));
+    assert.equal((await as(limited, 'post', '/v1/jobs').send(spec())).status, 202);
+    const third = await as(limited, 'post', '/v1/jobs').send(spec());
+    assert.equal(third.status, 403);
+    assert.equal(third.body.rule, 'maxConcurrentJobs');
+    assert.equal((await as(limited, 'delete', `/v1/jobs/${first.body.id}`)).status, 202);
+    assert.equal((await as(limited, 'post', '/v1/jobs').send(spec())).status, 202);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  test('the same key and body answer the same job; another body is 422; keys are per token', async () => {
+    const send = (token: { token: string }, key: string, body: object) => as(token, 'post', '/v1/jobs').set('idempotency-key', key).send(body);
+    const first = await send(runner, 'nightly-2026-11-30', spec());
+    assert.equal(first.status, 202);
+    // The same body with its keys in another order is the same request.
+    const again = await send(runner, 'nightly-2026-11-30', { flows: [{ to: lo('r1'), from: lo('r1') }], duration: 1, engine: 'builtin' });
+    assertResponse('createJob', again);
+    assert.equal(again.status, 202);
+    assert.equal(again.body.id, first.body.id);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    const changed = await send(runner, 'nightly-2026-11-30', spec({ duration: 2 }));
+    assert.equal(changed.status, 422);
+    assert.equal(changed.body.errors[0].field, 'header.idempotency-key');
+    const otherToken = await send(other, 'nightly-2026-11-30', spec());
+    assert.equal(otherToken.status, 202);
+    assert.notEqual(otherToken.body.id, first.body.id);
+  });
+
+  test('concurrent duplicates make one job: the rest are 409 or the same job', async () => {
+    const before = (await as(admin, 'get', '/v1/jobs?limit=200').expect(200)).body.items.length;
+    const replies = await Promise.all(Array.from({ length: 8 }, () => as(runner, 'post', '/v1/jobs').set('idempotency-key', 'burst').send(spec())));
+    const created = new Set(replies.filter((r) => r.status === 202).map((r) => r.body.id));
+    assert.equal(created.size, 1, JSON.stringify(replies.map((r) => r.status)));
+    for (const reply of replies) assert.ok(reply.status === 202 || reply.status === 409, String(reply.status));
+    const afterwards = (await as(admin, 'get', '/v1/jobs?limit=200').expect(200)).body.items.length;
+    assert.equal(afterwards - before, 1);
+  });
+
+  test('a request refused by validation does not use up its key', async () => {
+    const bad = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'fix-me').send(spec({ flows: [{ from: lo('nope'), to: lo('r1') }] }));
+    assert.equal(bad.status, 422);
+    assert.equal((await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'fix-me').send(spec())).status, 202);
+  });
+
+  test('a key that is not visible ASCII is 422 naming the header', async () => {
+    const res = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'x'.repeat(201)).send(spec());
+    assert.equal(res.status, 422);
+    assert.equal(res.body.errors[0].field, 'header.idempotency-key');
+  });
+});
+
+describe('request limits', () => {
+  test('a body over NICLAB_BODY_LIMIT_BYTES is 413 problem+json', async () => {
+    const res = await as(runner, 'post', '/v1/jobs').set('content-type', 'application/json').send(JSON.stringify({ ...spec(), labels: { pad: 'x'.repeat(70_000) } }));
+    assert.equal(res.status, 413);
+    assert.match(res.headers['content-type'] ?? '', /application\/problem\+json/);
+  });
+
+  test('more requests per minute than the policy allows are 429 with Retry-After; other tokens go on', async () => {
+    let limitedAt = 0;
+    for (let i = 1; i <= 450 && !limitedAt; i++) {
+      const res = await as(reader, 'get', '/v1/agents');
+      if (res.status === 429) {
+        limitedAt = i;
+        assert.equal(res.body.rule, 'requestsPerMinute');
+        assert.ok(Number(res.headers['retry-after']) >= 1 && Number(res.headers['retry-after']) <= 60);
+      }
+    }
+    // Earlier tests spent some of reader's 400 this minute too (or the minute turned over).
+    assert.ok(limitedAt > 0 && limitedAt <= 401, `limited at request ${limitedAt}`);
+    assert.equal((await as(admin, 'get', '/v1/agents')).status, 200);
+  });
+});
+
+describe('the policy file', () => {
+  const refuse = (text: string, pattern: RegExp) => assert.throws(() => loadPolicy(policyFile('bad.yaml', text)), (e: Error) => e instanceof ConfigError && pattern.test(e.message));
+
+  test('anything wrong with it refuses the start, naming what', () => {
+    refuse('tokens: [{ name: x, sha256: abc, scopes: [read] }]', /policy\.tokens\[0\]\.sha256/);
+    refuse(`tokens: [{ name: x, sha256: ${reader.sha256}, scopes: [root] }]`, /policy\.tokens\[0\]\.scopes\[0\]/);
+    refuse(`tokens: [{ name: x, sha256: ${reader.sha256}, scopes: [read] }, { name: x, sha256: ${admin.sha256}, scopes: [read] }]`, /used twice/);
+    refuse('limits: { maxStreams: 2 }', /policy\.tokens is required/);
+    refuse('tokens: [}', /not valid YAML/);
+    refuse(`limits: { maxStreems: 2 }\ntokens: []`, /policy\.limits\.maxStreems is not a known field/);
+    assert.throws(() => loadPolicy(join(dir, 'missing.yaml')), /cannot read/);
+  });
+
+  test('an API beyond loopback without one refuses to start, unless NICLAB_AUTH=none', () => {
+    assert.throws(() => apiPolicy({ host: '0.0.0.0', policyFile: undefined, authNone: false }), /NICLAB_POLICY_FILE/);
+    assert.equal(apiPolicy({ host: '0.0.0.0', policyFile: undefined, authNone: true }).enforced, false);
+    assert.equal(apiPolicy({ host: '127.0.0.1', policyFile: undefined, authNone: false }).enforced, false);
+    assert.throws(() => apiPolicy({ host: '0.0.0.0', policyFile: join(dir, 'policy.yaml'), authNone: true }), /choose one/);
+  });
+});

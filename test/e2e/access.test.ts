@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { newToken } from '@niclab/api/policy';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { spawnNiclab } from '../helpers/processes.js';
+
+const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'niclab-access-'));
+const runner = newToken();
+const reader = newToken();
+let niclab: TestNiclab;
+
+before(async () => {
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, `tokens:\n  - { name: runner, sha256: "${runner.sha256}", scopes: [run] }\n  - { name: reader, sha256: "${reader.sha256}", scopes: [read] }\n`);
+  niclab = await startNiclab(['acl'], { NICLAB_POLICY_FILE: policy, NICLAB_HOST: '0.0.0.0' }, reader.token);
+});
+after(async () => {
+  await niclab?.stop();
+});
+
+function niclabCli(token: string | undefined, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', NICLAB_API: niclab.client.base };
+  if (token) env.NICLAB_TOKEN = token;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+test('with a policy file the CLI needs a token with the scope: none fails, read cannot run, run can', async () => {
+  const anonymous = await niclabCli(undefined, 'jobs');
+  assert.notEqual(anonymous.code, 0);
+  assert.match(anonymous.stderr, /401|token/i);
+  const readOnly = await niclabCli(reader.token, 'run', '--from', 'acl:lo', '--to', 'acl:lo', '-t', '0.5');
+  assert.notEqual(readOnly.code, 0);
+  assert.match(readOnly.stderr, /"run" scope/);
+  const run = await niclabCli(runner.token, 'run', '--from', 'acl:lo', '--to', 'acl:lo', '-t', '0.5', '--json', '--wait');
+  assert.equal(run.code, 0, run.stderr);
+  const job = JSON.parse(run.stdout);
+  assert.equal(job.status, 'succeeded');
+  assert.equal(job.owner, 'runner');
+});
+
+test('an invalid policy file, or none beyond loopback, stops the API at start with the reason', async () => {
+  const bad = join(dir, 'bad.yaml');
+  writeFileSync(bad, 'tokens: [{ name: x, sha256: nothex, scopes: [read] }]\n');
+  const env = { REDIS_URL: niclab.env.REDIS_URL!, NICLAB_PREFIX: niclab.env.NICLAB_PREFIX!, NICLAB_PORT: '0' };
+  const invalid = spawnNiclab(['api'], { ...env, NICLAB_POLICY_FILE: bad });
+  assert.equal(await invalid.exited, 2);
+  assert.match(invalid.output(), /NICLAB_POLICY_FILE: .*bad\.yaml: policy\.tokens\[0\]\.sha256/);
+  const open = spawnNiclab(['api'], { ...env, NICLAB_HOST: '0.0.0.0' });
+  assert.equal(await open.exited, 2);
+  assert.match(open.output(), /NICLAB_AUTH=none/);
+});
