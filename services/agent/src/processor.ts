@@ -3,9 +3,9 @@ import type { Redis } from 'ioredis';
 import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
-import { isInterfaceName } from '@niclab/shared/names';
 import { publishJobEvent } from '@niclab/shared/events';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
+import { taskProblems } from '@niclab/shared/task-check';
 import { engineFor } from './engines/registry.js';
 import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
 
@@ -40,9 +40,10 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return full;
   };
 
+  const problems = taskProblems(task);
+  if (problems) return report({ code: 'invalid_task', message: `the agent refused the task: ${problems}` });
   const engine = engineFor(task.engine);
   if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
-  if (!isInterfaceName(task.interface)) return report({ code: 'invalid_task', message: 'the interface name is not valid' });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
   if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
   const iface = await readInterface(task.interface);

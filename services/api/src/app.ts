@@ -19,7 +19,6 @@ export function createApp(services: ApiServices): Express {
     });
     next();
   });
-  app.use(express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(loadOpenApi().text));
   app.use(docsRouter());
   app.use(specRouter(handlers, services));

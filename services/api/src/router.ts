@@ -36,6 +36,9 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
   const queryAjv = createAjv({ coerce: true, defaults: true });
   const bodyAjv = createAjv({ defaults: true });
   const router = express.Router({ strict: true });
+  // Only operations that take a body parse one; elsewhere a body is ignored, as HTTP allows.
+  const json = express.json({ limit: services.config.bodyLimitBytes, type: JSON_TYPES });
+  const noBody = (_req: Request, _res: Response, next: NextFunction) => next();
 
   for (const [path, item] of Object.entries(doc.paths)) {
     const expressPath = path.replace(/\{(\w+)\}/g, ':$1');
@@ -61,7 +64,7 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
         bodyRequired: op.requestBody?.required ?? false,
       };
-      router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
+      router[method](expressPath, op.requestBody ? json : noBody, async (req: Request, res: Response, next: NextFunction) => {
         res.locals.route = path;
         try {
           const principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });

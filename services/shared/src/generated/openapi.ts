@@ -1064,8 +1064,11 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     cancelJob: {
@@ -1304,6 +1307,10 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     createSchedule: {
@@ -1328,9 +1335,12 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            400: components["responses"]["Problem"];
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };
@@ -1380,8 +1390,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     pauseSchedule: {
@@ -1431,8 +1444,11 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     listAgents: {
@@ -1457,6 +1473,7 @@ export interface operations {
             };
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };
     };
@@ -1484,6 +1501,7 @@ export interface operations {
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
         };
     };
     getMetrics: {
@@ -1504,6 +1522,9 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };
     };
@@ -1525,6 +1546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["Problem"];
         };
     };
     getReady: {
@@ -1545,6 +1567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
         };
     };
