@@ -44,7 +44,7 @@ const flowResult = (flowIndex: number, from: string, sender: EndFigures, receive
 const job: Job = {
   id: '00000000-0000-4000-8000-00000000000a', owner: 'anonymous', status: 'succeeded', createdAt: '2026-11-30T00:00:00.000Z', startedAt: '2026-11-30T00:00:01.000Z', finishedAt: '2026-11-30T00:02:00.000Z',
   progress: { runsDone: 2, runsTotal: 2 }, error: null, waitingFor: null,
-  spec: { engine: 'builtin', test: 'stream', protocol: 'tcp', flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }, { from: { agent: 'B', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }], duration: 60, bufferLength: 4096, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 2 },
+  spec: { engine: 'builtin', test: 'stream', retries: 0, protocol: 'tcp', flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }, { from: { agent: 'B', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }], duration: 60, bufferLength: 4096, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 2 },
 };
 const run = (index: number, a: [EndFigures, EndFigures], b: [EndFigures, EndFigures]): Run => ({
   id: `00000000-0000-4000-8000-00000000010${index}`, jobId: job.id, index, point: {}, repetition: index + 1, status: 'succeeded',

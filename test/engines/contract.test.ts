@@ -72,7 +72,7 @@ for (const engine of Object.values(ENGINES)) {
 
     test('request/response (rr): runs and reports round trips, or says it cannot', async () => {
       const rr = { requestSize: 100, responseSize: 200 };
-      const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 1, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, rr };
+      const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 1, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, retries: 0, rr };
       const reasons = engine.canRun(spec);
       if (reasons.length > 0) {
         assert.match(reasons.join('; '), /\brr\b/, 'the reason names the rr test');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentRegistry } from '@niclab/shared/agent-registry';
+import { AgentRegistry, MISSED_HEARTBEATS } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
 import { TERMINAL_STATUSES, type ErrorInfo, type Job, type Run } from '@niclab/shared/contract';
 import { JobStore } from '@niclab/shared/job-store';
@@ -27,6 +27,11 @@ const SHUTDOWN = 'coordinator_shutdown';
 /** How often a coordinator deletes what retention no longer keeps. */
 const RETENTION_SWEEP_MS = 10 * 60 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
+/** Failures outside the measurement, which a job's `retries` makes again. */
+const RETRYABLE = new Set(['agent_lost', 'agent_offline', 'peer_unavailable']);
+type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
+/** How often a running run checks that its agents are still alive. */
+const LIVENESS_CHECK_MS = 1000;
 
 export interface JobMessage {
   jobId: string;
@@ -133,23 +138,32 @@ export class Coordinator {
         if (done.has(plan.index)) continue;
         // Adaptive repetition: a point whose interval is tight enough needs no more runs.
         if (states.get(pointKey(plan.point))?.settled) continue;
-        const runId = randomUUID();
-        if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
-        try {
-          // A job waiting for its first run's leases is still queued; it runs once it holds them.
-          if (job.status === 'queued') {
-            if (!(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
-            job.status = 'running';
+        // The job's retry policy: a run that failed for a reason outside the measurement is
+        // made again (a new run id, the same index), at most `retries` times.
+        const earlier: EarlierAttempt[] = [];
+        let run: Run | null = null;
+        for (;;) {
+          const runId = randomUUID();
+          if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
+          try {
+            // A job waiting for its first run's leases is still queued; it runs once it holds them.
+            if (job.status === 'queued') {
+              if (!(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
+              job.status = 'running';
+            }
+            run = await this.executeRun(job, plan, runId, targets, controller.signal, log, earlier);
+          } finally {
+            await this.leases.release(runId, targets);
           }
-          const run = await this.executeRun(job, plan, runId, targets, controller.signal, log);
-          if (run.status === 'queued') break; // interrupted by shutdown: it runs again on resume
-          done.set(plan.index, run);
-          if (run.status === 'failed') failed = [...failed, run];
-          states = standing();
-          await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, states));
-        } finally {
-          await this.leases.release(runId, targets);
+          if (run.status !== 'failed' || !RETRYABLE.has(run.error?.code ?? '') || earlier.length >= (job.spec.retries ?? 0)) break;
+          earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error! });
+          log.info({ run: plan.index, attempt: earlier.length + 1, after: run.error?.code }, 'run made again (retries)');
         }
+        if (!run || run.status === 'queued') break; // canceled, or interrupted by shutdown: it runs again on resume
+        done.set(plan.index, run);
+        if (run.status === 'failed') failed = [...failed, run];
+        states = standing();
+        await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, states));
       }
       if ((controller.signal.reason as ErrorInfo | undefined)?.code === SHUTDOWN && bullJob && token) {
         log.info({ runsDone: done.size }, 'job interrupted by shutdown; back in the queue');
@@ -213,12 +227,13 @@ export class Coordinator {
     await this.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
   }
 
-  private async executeRun(job: Job, plan: PlannedRun, runId: string, targets: LeaseTarget[], signal: AbortSignal, jobLog: Logger): Promise<Run> {
+  private async executeRun(job: Job, plan: PlannedRun, runId: string, targets: LeaseTarget[], signal: AbortSignal, jobLog: Logger, earlier: EarlierAttempt[]): Promise<Run> {
     const spec = job.spec;
     const t0 = Date.now();
     const run: Run = {
       id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
       status: 'running', startedAt: new Date(t0).toISOString(), finishedAt: null, flows: [], error: null,
+      ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
     };
     const log = jobLog.child({ runId: run.id, run: plan.index });
     await this.store.saveRun(run);
@@ -247,8 +262,23 @@ export class Coordinator {
         (error: unknown) => log.warn({ err: error }, 'lease renewal failed'),
       );
     }, this.leases.ttlMs / 3);
+    const involved = spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
+    // An agent that dies mid-run (missed heartbeats, or stopped) ends the run at once as
+    // agent_lost, rather than at its deadline; its peers' engines are then told to stop.
+    let lost: string[] = [];
+    const liveness = setInterval(() => {
+      this.offlineAgents(involved).then(
+        (offline) => {
+          if (offline.length > 0 && lost.length === 0) {
+            lost = offline;
+            log.warn({ agents: offline }, 'agent lost mid-run');
+          }
+        },
+        () => undefined, // Redis unreachable: the deadline still bounds the run
+      );
+    }, LIVENESS_CHECK_MS);
     try {
-      const offline = await this.offlineAgents(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]));
+      const offline = await this.offlineAgents(involved);
       if (offline.length > 0) {
         failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
       } else {
@@ -257,9 +287,11 @@ export class Coordinator {
         await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
         // Receivers get half the setup allowance to start; the other half is the senders' margin.
         const setupDeadline = t0 + this.config.setupSeconds * 500;
-        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => legs.every((_, i) => ready.has(i) || receivers.has(i)));
+        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => lost.length > 0 || legs.every((_, i) => ready.has(i) || receivers.has(i)));
         const notReady = legs.filter((_, i) => !ready.has(i) && !receivers.has(i));
-        if (!signal.aborted && notReady.length > 0) {
+        if (lost.length > 0) {
+          // reported below
+        } else if (!signal.aborted && notReady.length > 0) {
           failure = {
             code: 'peer_unavailable',
             message: notReady.map((leg) => `the receiver on agent ${leg.receiver.agent} (${leg.receiver.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; '),
@@ -274,10 +306,12 @@ export class Coordinator {
             }),
           );
           const expected = legs.filter((_, i) => ready.has(i)).length;
-          await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => senders.size >= expected && receivers.size >= n);
+          await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => lost.length > 0 || (senders.size >= expected && receivers.size >= n));
         }
+        if (lost.length > 0) failure = { code: 'agent_lost', message: `agent ${lost.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };
       }
     } finally {
+      clearInterval(liveness);
       clearInterval(renew);
       blocking.disconnect();
     }

@@ -4,9 +4,12 @@ import type { EndReport, Leg } from '@niclab/shared/task';
 /** Errors that are consequences of another failure; a root cause is reported in preference. */
 const CONSEQUENCES = new Set(['canceled', 'deadline_exceeded', 'no_data', 'no_report']);
 
+/** Errors that explain the others: an end whose agent went away makes its peer fail too. */
+const CAUSES = new Set(['agent_shutdown', 'agent_lost']);
+
 export function pickError(errors: (ErrorInfo | null | undefined)[]): ErrorInfo | null {
   const present = errors.filter((e): e is ErrorInfo => !!e);
-  return present.find((e) => !CONSEQUENCES.has(e.code)) ?? present[0] ?? null;
+  return present.find((e) => CAUSES.has(e.code)) ?? present.find((e) => !CONSEQUENCES.has(e.code)) ?? present[0] ?? null;
 }
 
 /** One leg's result from its two ends' reports. */

@@ -1,4 +1,5 @@
 import { fork, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorInfo, Interval } from '@niclab/shared/contract';
 
@@ -95,6 +96,14 @@ export interface ProcessOutcome {
   spawnError: Error | null;
 }
 
+/**
+ * util-linux's setpriv sets the parent-death signal and then runs the tool: if the agent dies
+ * (even SIGKILL), the kernel kills the tool too, so no iperf3 outlives the agent that started
+ * it. Where setpriv is missing the tool runs without it (and ends at its own -t).
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+const dieWithAgent = (argv: string[]): string[] => (SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...argv] : argv);
+
 /** At most this much of a tool's stdout is kept (iperf3's JSON of a long run with many streams). */
 const MAX_STDOUT = 64 * 1024 * 1024;
 
@@ -108,7 +117,8 @@ export function runProcess(argv: string[], signal: AbortSignal, onSpawn?: (pid: 
       resolve({ code: null, signal: null, stdout: '', stderr: '', aborted: abortError(signal), spawnError: null });
       return;
     }
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [file, ...args] = dieWithAgent(argv);
+    const child = spawn(file!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     if (child.pid !== undefined) onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';

@@ -462,6 +462,14 @@ export interface components {
              */
             interval: number;
             /**
+             * @description How many times a run is made again when it failed for a reason outside the
+             *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
+             *     (`agent_offline`), or a receiver that did not start (`peer_unavailable`). The run
+             *     keeps its index; `attempt` and `earlierAttempts` record what happened.
+             * @default 0
+             */
+            retries: number;
+            /**
              * @description Runs per sweep point: a number, or adaptive as netperf -i/-I: at least `min` runs,
              *     then more until the confidence interval of the point's mean is within
              *     `halfWidthPercent` of the mean, or `max` runs were made. The report says which.
@@ -741,6 +749,17 @@ export interface components {
             finishedAt: string | null;
             flows: components["schemas"]["FlowResult"][];
             error: null | components["schemas"]["Error"];
+            /** @description Which attempt this is (present once the job's `retries` made the run again). */
+            attempt?: number;
+            /** @description The attempts before this one, each failed for a reason outside the measurement. */
+            earlierAttempts?: {
+                id: components["schemas"]["Id"];
+                /** Format: date-time */
+                startedAt: string | null;
+                /** Format: date-time */
+                finishedAt: string | null;
+                error: components["schemas"]["Error"];
+            }[];
         };
         /** @description One end's figures, as nttcp reports them for local and remote. */
         EndFigures: {

@@ -39,6 +39,18 @@ test('restarting the API (and its coordinator) mid-campaign loses nothing: the j
     assert.deepEqual(job.progress, { runsDone: 4, runsTotal: 4 });
     assert.equal(job.runs.length, 4);
     assert.ok(job.runs.every((r: { status: string }) => r.status === 'succeeded'), JSON.stringify(job.runs.map((r: { status: string; error: unknown }) => [r.status, r.error])));
+
+    // A replica on the same Redis answers the same job and list (metrics: test/e2e/loopback).
+    const replicaPort = await freePort();
+    const replica = spawnNiclab(['api', '--no-coordinator'], { ...env, NICLAB_PORT: String(replicaPort) });
+    try {
+      const other = new ApiClient(`http://127.0.0.1:${replicaPort}`);
+      await waitFor('the replica', async () => (await fetch(`${other.base}/readyz`).catch(() => null))?.ok ?? false);
+      assert.deepEqual((await other.job(id)).body, (await client.job(id)).body);
+      assert.deepEqual((await other.call('listJobs', 'GET', '/v1/jobs')).body, (await client.call('listJobs', 'GET', '/v1/jobs')).body);
+    } finally {
+      await replica.stop();
+    }
   } finally {
     await second.stop();
   }
