@@ -41,7 +41,7 @@ export class AgentService {
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger) {
     this.keys = new Keys(config.prefix);
-    this.redis = createRedis(config.redisUrl, { name: `niclab-agent-${config.agentId}` });
+    this.redis = createRedis(config.redisUrl, { patient: true, name: `niclab-agent-${config.agentId}` });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: `niclab-agent-${config.agentId}-sub` });
     this.registry = new AgentRegistry(this.redis, this.keys);
   }

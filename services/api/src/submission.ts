@@ -99,7 +99,9 @@ export async function submitJob(
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
   const job = await store.create(id, spec, planRuns(spec).length, ownerName);
   try {
-    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000 });
+    // A coordinator that fails on an unexpected error (Redis gone for longer than its patience)
+    // leaves the job to be taken again; processJob resumes it, keeping finished runs.
+    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000, attempts: 5, backoff: { type: 'exponential', delay: 1000 } });
   } catch (error) {
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
     throw error;

@@ -57,7 +57,7 @@ export class Coordinator {
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
-    this.redis = createRedis(config.redisUrl, { name: 'niclab-coordinator' });
+    this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
     this.store = new JobStore(this.redis, this.keys);
     this.registry = new AgentRegistry(this.redis, this.keys);
@@ -202,12 +202,14 @@ export class Coordinator {
         waitingFor = label;
         await this.store.setWaiting(jobId, [label]);
       }
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, LEASE_RETRY_MS);
-        signal.addEventListener('abort', () => {
+      await new Promise<void>((resolve) => {
+        const done = () => {
           clearTimeout(timer);
-          resolve(undefined);
-        }, { once: true });
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, LEASE_RETRY_MS);
+        signal.addEventListener('abort', done, { once: true });
       });
     }
     if (waitingFor) await this.store.setWaiting(jobId, null);

@@ -2,9 +2,11 @@ import { Redis, type RedisOptions } from 'ioredis';
 
 /**
  * Connects to redis://, rediss:// or unix:///path URLs. BullMQ workers need
- * maxRetriesPerRequest: null; everything else fails fast instead of queueing commands forever.
+ * maxRetriesPerRequest: null. `patient` connections (the coordinator's and the agents', which
+ * no user waits on) also keep their commands through a Redis restart and send them once it
+ * is back, so a run in flight survives the outage; the API's fail fast (503).
  */
-export function createRedis(url: string, options: { blocking?: boolean; name?: string } = {}): Redis {
+export function createRedis(url: string, options: { blocking?: boolean; patient?: boolean; name?: string } = {}): Redis {
   const redis = connect(url, options);
   // ioredis reconnects by itself and failed commands reject; without a listener it would print
   // every reconnect attempt as an "Unhandled error event".
@@ -12,9 +14,9 @@ export function createRedis(url: string, options: { blocking?: boolean; name?: s
   return redis;
 }
 
-function connect(url: string, options: { blocking?: boolean; name?: string }): Redis {
+function connect(url: string, options: { blocking?: boolean; patient?: boolean; name?: string }): Redis {
   const common: RedisOptions = {
-    maxRetriesPerRequest: options.blocking ? null : 2,
+    maxRetriesPerRequest: options.blocking || options.patient ? null : 2,
     enableOfflineQueue: true,
     connectionName: options.name,
     retryStrategy: (times) => Math.min(times * 200, 2000),
