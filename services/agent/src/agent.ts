@@ -60,6 +60,8 @@ export class AgentService {
       connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: 256, // a receiver serves many senders: every flow end is a task of its own
+      // A task whose lock lapsed (the agent was cut off from Redis) is noticed within 5 s, not 30.
+      stalledInterval: 5000,
       autorun: true,
     });
     this.worker.on('error', (error) => this.log.error({ err: error }, 'task queue error'));

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Keys } from '@niclab/shared/keys';
+import { ApiClient } from '../helpers/api-client.js';
+import { childPids, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+/** BullMQ's default lock on a task the agent holds; the cut lasts longer. */
+const LOCK_MS = 30_000;
+
+let redis: TestRedis;
+let proxy: TcpProxy;
+let processes: NiclabProcess[] = [];
+let client: ApiClient;
+let env: Record<string, string>;
+
+before(async () => {
+  redis = await startTestRedis();
+  proxy = await startTcpProxy(Number(new URL(redis.tcpUrl).port));
+  const port = await freePort();
+  env = { REDIS_URL: redis.tcpUrl, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
+  processes = [
+    spawnNiclab(['api'], env),
+    spawnNiclab(['agent', '--id', 'cs'], env),
+    // The receiver's agent reaches Redis through the proxy the test cuts.
+    spawnNiclab(['agent', '--id', 'cr'], { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` }),
+  ];
+  client = new ApiClient(`http://127.0.0.1:${port}`);
+  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+  for (const id of ['cs', 'cr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
+});
+after(async () => {
+  await Promise.all(processes.map((p) => p.stop()));
+  await proxy?.close();
+  await redis?.stop();
+});
+
+test('an agent cut off from Redis longer than its task lock: the run fails agent_lost once and is not rewritten by its late report', { timeout: 120_000 }, async () => {
+  const receiver = processes[2]!;
+  const submitted = await client.submit({ engine: 'builtin', duration: 3, flows: [{ from: { agent: 'cs', interface: 'lo' }, to: { agent: 'cr', interface: 'lo' } }] });
+  assert.equal(submitted.status, 202);
+  const id = submitted.body.id;
+  await waitFor('both engines to run', () => childPids(processes[1]!.pid).length > 0 && childPids(receiver.pid).length > 0, 20_000, 50);
+  const cutAt = Date.now();
+  proxy.cut();
+
+  const { job } = await client.finish(id, 20_000);
+  const [failed] = (await client.call('listRuns', 'GET', `/v1/jobs/${id}/runs`)).body.items;
+  assert.equal(job.status, 'failed');
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error.code, 'agent_lost');
+  console.log(`cut off: run failed ${failed.error.code} ${Date.now() - cutAt} ms after the cut`);
+
+  // Stay cut off past the task's lock, then let the agent back: its report of the run it
+  // finished alone, its stalled task and its heartbeats all arrive late.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, LOCK_MS + 5000 - (Date.now() - cutAt))));
+  proxy.restore();
+  await waitFor('agent cr back online', async () => (await client.call('getAgent', 'GET', '/v1/agents/cr')).body.online, 30_000);
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+
+  const after = (await client.job(id)).body;
+  assert.equal(after.status, 'failed');
+  assert.deepEqual(after.runs, [failed], 'the run was stored once: the late report changed nothing');
+  assert.deepEqual(after.progress, job.progress);
+  assert.deepEqual(childPids(receiver.pid), [], 'no engine outlived the run on the cut-off agent');
+  // Nothing of the run is left in the agent's queue (not active, not waiting to run again).
+  const keys = new Keys(env.NICLAB_PREFIX!);
+  const connection = new Redis(redis.tcpUrl);
+  const queue = new Queue(keys.agentQueue('cr'), { connection, prefix: keys.bull });
+  try {
+    // A task whose lock lapsed is found stalled by the agent within 5 s and ends at once (its
+    // run is abandoned), reporting nothing the coordinator would read again.
+    await waitFor('the agent queue to drain', async () => {
+      const counts = await queue.getJobCounts('active', 'waiting', 'delayed');
+      return Object.values(counts).every((n) => n === 0);
+    }, 20_000, 250);
+    assert.deepEqual((await client.job(id)).body.runs, [failed]);
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+});
