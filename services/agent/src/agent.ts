@@ -11,6 +11,7 @@ import { VERSION } from '@niclab/shared/version';
 import { probeEngines } from './engines/registry.js';
 import { readInterfaces } from './interfaces.js';
 import { processTask } from './processor.js';
+import { Tuner } from './tuning.js';
 
 /** A cancel announcement: a whole job, or one abandoned run. */
 export interface CancelMessage {
@@ -38,12 +39,14 @@ export class AgentService {
   private record: AgentRecord | undefined;
   private readonly running = new Map<string, Running>();
   private readonly startedAt = new Date().toISOString();
+  private readonly tuner: Tuner;
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger) {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: `niclab-agent-${config.agentId}` });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: `niclab-agent-${config.agentId}-sub` });
     this.registry = new AgentRegistry(this.redis, this.keys);
+    this.tuner = new Tuner(config.dataDir, config.agentId, log);
   }
 
   get id(): string {
@@ -51,6 +54,8 @@ export class AgentService {
   }
 
   async start(): Promise<void> {
+    // Settings a previous life of this agent left applied (it died mid-run) go back first.
+    await this.tuner.recover();
     await this.heartbeat();
     await this.subscriber.subscribe(this.keys.cancelChannel);
     this.subscriber.on('message', (_channel: string, text: string) => this.onCancel(text));
@@ -114,7 +119,7 @@ export class AgentService {
     );
     this.running.set(key, { task, controller });
     try {
-      await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log });
+      await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log, tuner: this.tuner });
     } finally {
       clearTimeout(deadline);
       this.running.delete(key);

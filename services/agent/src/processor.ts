@@ -7,6 +7,7 @@ import { publishJobEvent } from '@niclab/shared/events';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { taskProblems } from '@niclab/shared/task-check';
 import { engineFor } from './engines/registry.js';
+import type { Tuner } from './tuning.js';
 import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
@@ -23,7 +24,12 @@ export interface ProcessorDeps {
   redis: Redis;
   keys: Keys;
   log: Logger;
+  /** Applies and restores a job's tuning; absent, a task with tuning is refused. */
+  tuner?: Tuner;
 }
+
+/** After an MTU change a link may go down and up again: wait this long for it. */
+const LINK_SETTLE_MS = 10_000;
 
 /**
  * Runs one end of one flow: checks the task again (nothing unvalidated reaches a process),
@@ -42,10 +48,42 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
 
   const problems = taskProblems(task);
   if (problems) return report({ code: 'invalid_task', message: `the agent refused the task: ${problems}` });
-  const engine = engineFor(task.engine);
-  if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
+  if (!engineFor(task.engine)) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
   if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
+  if (!task.tuning) return measure(task, signal, deps, diagnostics, report, log);
+  if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
+  try {
+    diagnostics.tuning = await deps.tuner.apply(task.runId, task.interface, task.tuning);
+  } catch (error) {
+    return report({ code: 'tuning_failed', message: (error as Error).message });
+  }
+  try {
+    if (task.tuning.mtu !== undefined) {
+      const settle = Date.now() + LINK_SETTLE_MS;
+      for (;;) {
+        const now = await readInterface(task.interface);
+        if ((now && isUsable(now)) || Date.now() > settle) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    return await measure(task, signal, deps, diagnostics, report, log);
+  } finally {
+    await deps.tuner.release(task.runId).catch((error: Error) => log.error({ err: error }, 'restoring the tuning failed'));
+  }
+}
+
+/** The measurement itself: the interface checked, its counters read around the engine. */
+async function measure(
+  task: Task,
+  signal: AbortSignal,
+  deps: ProcessorDeps,
+  diagnostics: EndDiagnostics,
+  report: (error: ErrorInfo | null, rest?: Partial<EndReport>) => Promise<EndReport>,
+  log: Logger,
+): Promise<EndReport> {
+  const { redis, keys } = deps;
+  const engine = engineFor(task.engine)!;
   const iface = await readInterface(task.interface);
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
   if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });

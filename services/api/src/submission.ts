@@ -3,6 +3,7 @@ import { bindAddress, isUsable } from '@niclab/agent/interfaces';
 import { randomUUID } from 'node:crypto';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
+import { tuningErrors } from '@niclab/shared/tuning-rules';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
@@ -28,7 +29,7 @@ function consistency(spec: JobSpec): FieldError[] {
     if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
   }
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
-  if (spec.tuning) errors.push({ field: 'body.tuning', message: 'tuning is not supported by this niclab version yet' });
+  if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
   const runs = planRuns(spec).length;
   if (runs > MAX_RUNS) errors.push({ field: 'body.sweep', message: `expands to ${runs} runs; at most ${MAX_RUNS} are allowed per job` });

@@ -285,7 +285,7 @@ export class Coordinator {
         failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
       } else {
         log.info({ flows: spec.flows.length, legs: n, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: plan.point, repetition: plan.repetition }, 'run started');
-        const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline };
+        const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}) };
         await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
         // Receivers get half the setup allowance to start; the other half is the senders' margin.
         const setupDeadline = t0 + this.config.setupSeconds * 500;

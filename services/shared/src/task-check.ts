@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { ValidateFunction } from 'ajv';
 import { compileSchema, createAjv, fieldErrors } from './openapi.js';
+import { tuningErrors, type Tuning } from './tuning-rules.js';
 
 const spec = (field: string) => ({ $ref: `#/components/schemas/JobSpec/properties/${field}` });
 
@@ -21,6 +22,7 @@ const TASK_SCHEMA = {
     deadline: { type: 'integer', minimum: 0 },
     role: { enum: ['sender', 'receiver'] },
     startAt: { type: 'integer', minimum: 0 },
+    tuning: spec('tuning'),
     peer: {
       type: 'object',
       additionalProperties: false,
@@ -52,6 +54,9 @@ let validate: ValidateFunction | undefined;
 export function taskProblems(task: unknown): string | null {
   validate ??= compileSchema(createAjv(), TASK_SCHEMA);
   if (!validate(task)) return fieldErrors(validate.errors, 'task').map((e) => `${e.field} ${e.message}`).join('; ');
+  const tuning = (task as { tuning?: Tuning }).tuning;
+  const tuningProblems = tuning ? tuningErrors(tuning, 'task.tuning') : [];
+  if (tuningProblems.length > 0) return tuningProblems.map((e) => `${e.field} ${e.message}`).join('; ');
   const peer = (task as { peer?: { address: string } }).peer;
   if (peer && isIP(peer.address) === 0) return 'task.peer.address is not an IP address';
   return null;

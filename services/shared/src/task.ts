@@ -1,3 +1,4 @@
+import type { Tuning } from './tuning-rules.js';
 import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, RrFigures } from './contract.js';
 
 /** The measurement parameters of one run, after the sweep point is applied. */
@@ -17,6 +18,8 @@ interface TaskBase {
   interface: string;
   /** Epoch ms by which this end must have finished, whatever its peer does. */
   deadline: number;
+  /** Settings the agent applies to this end's interface and host for the run, then restores. */
+  tuning?: Tuning;
 }
 
 /** Listen on the interface's address and report the port, then receive until every stream ends. */

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isRunning } from '@niclab/shared/process';
 import { command } from '@niclab/shared/command';
@@ -130,6 +130,8 @@ export async function labUp(options: LabOptions): Promise<LabState> {
     await command('ip', ['netns', 'add', namespace]);
     await command('ip', ['-n', namespace, 'link', 'set', 'lo', 'up']);
     await command('ip', ['link', 'add', 'eth1', 'netns', namespace, 'type', 'veth', 'peer', 'name', port, 'netns', switchNamespace]);
+    // The switch takes jumbo frames, as a lab switch would: a job may raise a host's MTU.
+    await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'mtu', '9000']);
     await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'master', 'br0']);
     await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'up']);
     await command('ip', ['-n', namespace, 'addr', 'add', `${address}/24`, 'dev', 'eth1']);
@@ -150,7 +152,8 @@ export async function labUp(options: LabOptions): Promise<LabState> {
   return state;
 }
 
-function startAgent(host: LabHost, options: LabOptions): number {
+/** Starts (or starts again) the agent of a lab host; returns its PID. */
+export function startAgent(host: LabHost, options: LabOptions): number {
   const log = openSync(host.log, 'a');
   const child = spawn('ip', ['netns', 'exec', host.namespace, process.execPath, CLI, 'agent', '--id', host.agentId], {
     detached: true,
@@ -161,6 +164,8 @@ function startAgent(host: LabHost, options: LabOptions): number {
       NICLAB_PREFIX: options.prefix,
       NICLAB_HEARTBEAT_SECONDS: String(options.heartbeatSeconds ?? 2),
       NICLAB_LOG_LEVEL: options.logLevel ?? 'info',
+      // The agent's own files (its tuning record) live with the lab's.
+      NICLAB_DATA_DIR: dirname(host.log),
     },
   });
   closeSync(log);

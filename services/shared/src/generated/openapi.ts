@@ -871,6 +871,17 @@ export interface components {
                 /** @description net.core.wmem_max */
                 wmemMax: number | null;
             };
+            /** @description The job's tuning as in force on this end during the run (read back after applying it); restored afterwards. */
+            tuning?: {
+                mtu?: number;
+                txqueuelen?: number;
+                sysctl?: {
+                    [key: string]: string;
+                };
+                ethtool?: {
+                    [key: string]: string | number;
+                };
+            };
             /** @description The effective SO_SNDBUF/SO_RCVBUF of this end's sockets, read back after setting them. */
             socketBuffers?: {
                 sendBytes: number;

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { startAgent } from '@niclab/cli/lab/lab';
+import { command } from '@niclab/shared/command';
+import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { isAlive, waitFor } from '../helpers/processes.js';
+
+interface HostSettings {
+  mtu: number;
+  txqueuelen: number;
+  tcpRmem: string;
+  gro: string;
+}
+
+/** What the kernel of a lab host says, read from outside the agent. */
+async function settings(namespace: string): Promise<HostSettings> {
+  const [link] = JSON.parse(await command('ip', ['-n', namespace, '-j', 'link', 'show', 'eth1'])) as { mtu: number; txqlen: number }[];
+  const tcpRmem = (await command('ip', ['netns', 'exec', namespace, 'cat', '/proc/sys/net/ipv4/tcp_rmem'])).trim().replace(/\s+/g, ' ');
+  const gro = /generic-receive-offload: (on|off)/.exec(await command('ip', ['netns', 'exec', namespace, 'ethtool', '-k', 'eth1']))![1]!;
+  return { mtu: link!.mtu, txqueuelen: link!.txqlen, tcpRmem, gro };
+}
+
+const TUNING = { mtu: 9000, txqueuelen: 5000, sysctl: { 'net.ipv4.tcp_rmem': '4096 65536 4194304' }, ethtool: { gro: false } };
+
+describe('tuning, always undone', { skip: NOT_ROOT }, () => {
+  test('MTU 9000, txqueuelen, a sysctl and an offload are in force during the run and in its result, and restored after it', async () => {
+    const t = await startTestLab(2, 'none');
+    try {
+      const [a, b] = t.lab.hosts.map((h) => h.namespace) as [string, string];
+      const before = await settings(a);
+      assert.equal(before.mtu, 1500);
+      assert.notEqual(before.tcpRmem, TUNING.sysctl['net.ipv4.tcp_rmem']);
+      assert.deepEqual(await settings(b), before);
+
+      const submitted = await t.client.submit({ engine: 'builtin', duration: 2, tuning: TUNING, flows: [flow('A', 'B')] });
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      const during = await waitFor('the tuning to be in force on both hosts', async () => {
+        const [x, y] = await Promise.all([settings(a), settings(b)]);
+        return x.mtu === 9000 && y.mtu === 9000 ? [x, y] : null;
+      }, 15_000, 50);
+      for (const host of during) assert.deepEqual(host, { mtu: 9000, txqueuelen: 5000, tcpRmem: '4096 65536 4194304', gro: 'off' });
+
+      const { job } = await t.client.finish(submitted.body.id, 30_000);
+      assert.equal(job.status, 'succeeded', JSON.stringify(job.runs?.[0]?.error));
+      const [result] = job.runs[0].flows;
+      for (const end of ['sender', 'receiver'] as const) {
+        assert.deepEqual(result.diagnostics[end].tuning, { mtu: 9000, txqueuelen: 5000, sysctl: { 'net.ipv4.tcp_rmem': '4096 65536 4194304' }, ethtool: { gro: 'off' } });
+        assert.equal(result.diagnostics[end].environment.mtu, 9000);
+      }
+      assert.equal(result.pathVerified, true);
+      // Back as they were on both hosts once the run is over.
+      assert.deepEqual(await settings(a), before);
+      assert.deepEqual(await settings(b), before);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('an agent SIGKILLed mid-run restores the tuning when it starts again, before it takes work', async () => {
+    const t: TestLab = await startTestLab(2, 'none');
+    try {
+      const [hostA] = t.lab.hosts;
+      const [a, b] = t.lab.hosts.map((h) => h.namespace) as [string, string];
+      const before = await settings(a);
+      const submitted = await t.client.submit({ engine: 'builtin', duration: 60, tuning: TUNING, flows: [flow('A', 'B')] });
+      assert.equal(submitted.status, 202);
+      await waitFor('MTU 9000 on A', async () => (await settings(a)).mtu === 9000, 15_000, 50);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      process.kill(hostA!.agentPid!, 'SIGKILL');
+      await waitFor('agent A to be dead', () => !isAlive(hostA!.agentPid!), 5000);
+      // Nobody restored A: the kernel keeps what the dead agent set.
+      assert.equal((await settings(a)).mtu, 9000);
+      // B's end of the run ended with it (agent_lost) and B put its settings back.
+      const { job } = await t.client.finish(submitted.body.id, 30_000);
+      assert.equal(job.runs[0].error.code, 'agent_lost');
+      assert.deepEqual(await settings(b), before);
+
+      const pid = startAgent(hostA!, { name: t.lab.name, hosts: 2, rate: 'none', redisUrl: t.redis.url, prefix: t.env.NICLAB_PREFIX!, dataDir: t.dataDir, heartbeatSeconds: 1, logLevel: 'info' });
+      hostA!.agentPid = pid; // so the lab's teardown stops this one
+      await waitFor('agent A online again', async () => (await t.client.call('getAgent', 'GET', '/v1/agents/A')).body.online, 20_000);
+      // It restored before it registered (and so before it could take work).
+      assert.deepEqual(await settings(a), before);
+    } finally {
+      await t.close();
+    }
+  });
+});
