@@ -58,7 +58,11 @@ try {
   const gaps = spans.slice(1).map((s: { start: number }, i: number) => s.start - spans[i]!.end);
   const g = { medianMs: round(median(gaps), 1), maxMs: Math.max(...gaps), runs: RUNS };
   console.log(`gap between runs over a ${RUNS}-run sweep of 1 s runs: median ${g.medianMs} ms, max ${g.maxMs} ms`);
-  console.log(`written ${await writeResult('dispatch', { jobs: JOBS, dispatch: d, gap: g })}`);
+  // Growth: the first tenth of the jobs met a store 10x smaller than the last tenth did.
+  const tenth = Math.max(1, Math.floor(JOBS / 10));
+  const growth = { firstTenthP50Ms: round(median(dispatch.slice(0, tenth)), 1), lastTenthP50Ms: round(median(dispatch.slice(-tenth)), 1), ratio: round(median(dispatch.slice(-tenth)) / median(dispatch.slice(0, tenth)), 2) };
+  console.log(`growth: dispatch p50 of the first ${tenth} jobs ${growth.firstTenthP50Ms} ms, of the last ${tenth} ${growth.lastTenthP50Ms} ms (x${growth.ratio})`);
+  console.log(`written ${await writeResult('dispatch', { jobs: JOBS, dispatch: d, gap: g, growth })}`);
 } finally {
   await niclab.stop();
 }

@@ -27,7 +27,6 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     if (!reached) ctx.diagnostic(`this host could not reach 70,000 pps: achieved ${udp.achievedPacketsPerSecond.toFixed(0)}`);
     assert.ok(f.sender.realSeconds <= 5.05, `the run lasted ${f.sender.realSeconds} s (5 s and at most 20 ms of grace)`);
     assert.ok(Math.abs(udp.achievedPacketsPerSecond - udp.sent / f.sender.realSeconds) < 1, 'achieved = sent / seconds');
-    if (!reached) assert.ok(udp.sent < 350_000 * 0.99);
     assert.equal(f.pathVerified, true);
   });
 
