@@ -27,7 +27,7 @@ LABEL org.opencontainers.image.title="niclab" \
       org.opencontainers.image.source="https://github.com/niclab/niclab"
 # The tools an agent runs or reads: iperf3 (engine), iproute2 (ss, ip), ethtool (driver, firmware).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends iperf3 iproute2 ethtool ca-certificates \
+ && apt-get install -y --no-install-recommends iperf3 iproute2 ethtool util-linux ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/niclab
 COPY --from=build /src/package.json /src/openapi.yaml ./

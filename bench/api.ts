@@ -2,8 +2,9 @@
  * The API under load: requests/s and latency of GET /v1/jobs/{id}, GET /v1/jobs and
  * POST /v1/jobs, driven by autocannon, with the API process pinned to one core (taskset) and
  * everything else (this process and its load generator, Redis, the agent) on the other. With a
- * policy file, so every request is authenticated as in a lab. Measured with 1,000 and then
- * 10,000 stored jobs, to see what the size of the store costs.
+ * policy file, so every request is authenticated as in a lab. Two APIs, one over 1,000 stored
+ * jobs and one over 10,000, take turns (3 rounds of 5 s each, medians), so what the size of the
+ * store costs is measured side by side.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -20,10 +21,11 @@ import { Keys } from '@niclab/shared/keys';
 import { createRedis } from '@niclab/shared/redis';
 import { spawnNiclab, waitFor } from '../test/helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
-import { round, writeResult } from './lib.js';
+import { median, round, writeResult } from './lib.js';
 
 const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = 3;
 const CONNECTIONS = 10;
 const SIZES = [1000, 10_000];
 
@@ -33,53 +35,82 @@ const redis = await startTestRedis();
 const dir = mkdtempSync(join(tmpdir(), 'niclab-bench-api-'));
 const token = newToken();
 writeFileSync(join(dir, 'policy.yaml'), `tokens:\n  - { name: bench, sha256: "${token.sha256}", scopes: [run] }\n`);
-const port = await freePort();
-const prefix = uniquePrefix();
-const env = { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_PORT: String(port), NICLAB_LOG_LEVEL: 'warn', NICLAB_HEARTBEAT_SECONDS: '1' };
-// No coordinator: submitted jobs stay queued, so the figures are the API's alone.
-const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], { env: { ...env, NICLAB_COORDINATOR: 'false', NICLAB_POLICY_FILE: join(dir, 'policy.yaml') }, stdio: 'inherit' });
-const agent = spawnNiclab(['agent', '--id', 'bench'], env);
-const base = `http://127.0.0.1:${port}`;
 const headers = { authorization: `Bearer ${token.token}`, 'content-type': 'application/json' };
 const spec: JobSpec = { engine: 'builtin', test: 'stream', protocol: 'tcp', duration: 1, bufferLength: 131072, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1, retries: 0, flows: [{ from: { agent: 'bench', interface: 'lo' }, to: { agent: 'bench', interface: 'lo' } }] };
 
-async function load(path: string, method: 'GET' | 'POST', body?: string) {
+async function load(base: string, path: string, method: 'GET' | 'POST', body?: string) {
   const result = await autocannon({ url: `${base}${path}`, method, headers, body, connections: CONNECTIONS, duration: SECONDS });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${method} ${path}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { requestsPerSecond: round(result.requests.average, 0), p50Ms: result.latency.p50, p99Ms: result.latency.p99, requests: result.requests.total };
 }
 
-const figures: Record<string, unknown>[] = [];
-try {
+/** A fresh API (pinned to core 1) and agent on their own key prefix, with `size` jobs stored. */
+async function startApi(size: number) {
+  const port = await freePort();
+  const prefix = uniquePrefix();
+  const env = { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_PORT: String(port), NICLAB_LOG_LEVEL: 'warn', NICLAB_HEARTBEAT_SECONDS: '1' };
+  // No coordinator: submitted jobs stay queued, so the figures are the API's alone.
+  const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], { env: { ...env, NICLAB_COORDINATOR: 'false', NICLAB_POLICY_FILE: join(dir, 'policy.yaml') }, stdio: 'inherit' });
+  const agent = spawnNiclab(['agent', '--id', 'bench'], env);
+  const base = `http://127.0.0.1:${port}`;
+  const connection = createRedis(redis.url, { name: 'bench-fill' });
   await waitFor('the API', async () => (await fetch(`${base}/readyz`).catch(() => null))?.ok ?? false);
   await waitFor('the agent', async () => ((await (await fetch(`${base}/v1/agents/bench`, { headers })).json()) as { online?: boolean }).online === true);
-  const store = new JobStore(createRedis(redis.url, { name: 'bench-fill' }), new Keys(prefix));
-  let stored = 0;
+  const store = new JobStore(connection, new Keys(prefix));
   let someId = '';
-  for (const size of SIZES) {
-    // Fill the store up to `size` finished jobs, as history accumulates.
-    for (; stored < size; stored++) {
-      const id = randomUUID();
-      await store.create(id, spec, 1, 'bench', new Date(Date.now() - (size - stored) * 1000));
-      someId = id;
+  for (let i = 0; i < size; i++) {
+    someId = randomUUID();
+    await store.create(someId, spec, 1, 'bench', new Date(Date.now() - (size - i) * 1000));
+  }
+  return {
+    size, base, someId,
+    async stop() {
+      connection.disconnect();
+      api.kill('SIGTERM');
+      await agent.stop();
+    },
+  };
+}
+
+type Figures = Awaited<ReturnType<typeof load>>;
+const medianOf = (runs: Figures[]): Figures => {
+  const pick = (key: keyof Figures) => median(runs.map((r) => r[key]));
+  return { requestsPerSecond: pick('requestsPerSecond'), p50Ms: pick('p50Ms'), p99Ms: pick('p99Ms'), requests: pick('requests') };
+};
+
+// Both stores side by side: the APIs take turns (A B A B A B) so the machine's noise falls on both.
+const apis = await Promise.all(SIZES.map((size) => startApi(size)));
+const runs = new Map<number, { getJob: Figures[]; listJobs: Figures[]; createJob: Figures[] }>(SIZES.map((size) => [size, { getJob: [], listJobs: [], createJob: [] }]));
+try {
+  for (const api of apis) {
+    await load(api.base, `/v1/jobs/${api.someId}`, 'GET'); // warm-up (the JIT), not counted
+    await load(api.base, '/v1/jobs', 'GET');
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const api of apis) {
+      runs.get(api.size)!.getJob.push(await load(api.base, `/v1/jobs/${api.someId}`, 'GET'));
+      runs.get(api.size)!.listJobs.push(await load(api.base, '/v1/jobs', 'GET'));
     }
-    const getOne = await load(`/v1/jobs/${someId}`, 'GET');
-    const list = await load('/v1/jobs', 'GET');
-    const post = await load('/v1/jobs', 'POST', JSON.stringify(spec));
-    stored += post.requests;
-    figures.push({ storedJobs: size, getJob: getOne, listJobs: list, createJob: post });
-    console.log(`${size} stored jobs: GET /v1/jobs/{id} ${getOne.requestsPerSecond}/s p99 ${getOne.p99Ms} ms; GET /v1/jobs ${list.requestsPerSecond}/s p99 ${list.p99Ms} ms; POST /v1/jobs ${post.requestsPerSecond}/s p99 ${post.p99Ms} ms`);
+  }
+  // Last: POST adds its own jobs to each store.
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const api of apis) runs.get(api.size)!.createJob.push(await load(api.base, '/v1/jobs', 'POST', JSON.stringify(spec)));
   }
 } finally {
-  api.kill('SIGTERM');
-  await agent.stop();
+  for (const api of apis) await api.stop();
   await redis.stop();
 }
-const [small, large] = figures as { getJob: { requestsPerSecond: number }; listJobs: { requestsPerSecond: number }; createJob: { requestsPerSecond: number } }[];
+const figures = SIZES.map((size) => {
+  const r = runs.get(size)!;
+  const f = { storedJobs: size, getJob: medianOf(r.getJob), listJobs: medianOf(r.listJobs), createJob: medianOf(r.createJob) };
+  console.log(`${size} stored jobs (median of ${ROUNDS}): GET /v1/jobs/{id} ${f.getJob.requestsPerSecond}/s p99 ${f.getJob.p99Ms} ms; GET /v1/jobs ${f.listJobs.requestsPerSecond}/s p99 ${f.listJobs.p99Ms} ms; POST /v1/jobs ${f.createJob.requestsPerSecond}/s p99 ${f.createJob.p99Ms} ms`);
+  return f;
+});
+const [small, large] = figures as [(typeof figures)[0], (typeof figures)[0]];
 const growth = {
   getJobThroughputRatio: round(large!.getJob.requestsPerSecond / small!.getJob.requestsPerSecond),
   listJobsThroughputRatio: round(large!.listJobs.requestsPerSecond / small!.listJobs.requestsPerSecond),
   createJobThroughputRatio: round(large!.createJob.requestsPerSecond / small!.createJob.requestsPerSecond),
 };
 console.log(`growth 10x stored jobs: throughput GET one x${growth.getJobThroughputRatio}, list x${growth.listJobsThroughputRatio}, POST x${growth.createJobThroughputRatio}`);
-console.log(`written ${await writeResult('api', { seconds: SECONDS, connections: CONNECTIONS, cores: { api: 1, loadGeneratorRedisAgent: 1 }, sizes: figures, growth })}`);
+console.log(`written ${await writeResult('api', { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, cores: { api: 1, loadGeneratorRedisAgent: 1 }, sizes: figures, growth })}`);

@@ -79,5 +79,7 @@ describe('the niclab image, built and run with podman', { skip }, () => {
     // Production dependencies only: no TypeScript compiler, no test libraries in the image.
     await assert.rejects(podman(['run', '--rm', '--entrypoint', 'ls', tag, '/opt/niclab/node_modules/typescript']));
     await assert.rejects(podman(['run', '--rm', '--entrypoint', 'ls', tag, '/opt/niclab/node_modules/supertest']));
+    // setpriv: the agent starts iperf3 under it, so no iperf3 outlives a killed agent.
+    assert.match(await podman(['run', '--rm', '--entrypoint', 'setpriv', tag, '--help']), /--pdeathsig/);
   });
 });

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { newToken } from '@niclab/api/policy';
+import { createHash } from 'node:crypto';
+import { loadPolicy, newToken } from '@niclab/api/policy';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { spawnNiclab } from '../helpers/processes.js';
 
@@ -58,4 +59,18 @@ test('an invalid policy file, or none beyond loopback, stops the API at start wi
   const open = spawnNiclab(['api'], { ...env, NICLAB_HOST: '0.0.0.0' });
   assert.equal(await open.exited, 2);
   assert.match(open.output(), /NICLAB_AUTH=none/);
+});
+
+test('niclab token prints a token and the policy line for it, which loads and matches the token', async () => {
+  const { code, stdout } = await niclabCli(undefined, 'token', 'nightly-ci', '--scope', 'read');
+  assert.equal(code, 0);
+  const token = /^token: (nlt_[A-Za-z0-9_-]{43})$/m.exec(stdout)![1]!;
+  const line = /^ {2}- \{ name: nightly-ci, sha256: "([0-9a-f]{64})", scopes: \[read\] \}$/m.exec(stdout);
+  assert.ok(line, stdout);
+  assert.equal(line[1], createHash('sha256').update(token).digest('hex'));
+  const file = join(dir, 'pasted.yaml');
+  writeFileSync(file, `tokens:\n${line[0]}\n`);
+  assert.deepEqual(loadPolicy(file).tokens.map((t) => [t.name, t.scope]), [['nightly-ci', 'read']]);
+  const bad = await niclabCli(undefined, 'token', 'x', '--scope', 'root');
+  assert.equal(bad.code, 2);
 });
