@@ -10,6 +10,8 @@ import type { ApiServices } from './services.js';
 export function createApp(services: ApiServices): Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: hashing every response (a 5 MiB /metrics) costs more than any client saves.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.use((req, res, next) => {
     const t0 = process.hrtime.bigint();
