@@ -23,7 +23,7 @@ async function settings(namespace: string): Promise<HostSettings> {
 const TUNING = { mtu: 9000, txqueuelen: 5000, sysctl: { 'net.ipv4.tcp_rmem': '4096 65536 4194304' }, ethtool: { gro: false } };
 
 describe('tuning, always undone', { skip: NOT_ROOT }, () => {
-  test('MTU 9000, txqueuelen, a sysctl and an offload are in force during the run and in its result, and restored after it', async () => {
+  test('MTU 9000, txqueuelen, a sysctl and an offload are in force during each run and in its result, and restored after it', async () => {
     const t = await startTestLab(2, 'none');
     try {
       const [a, b] = t.lab.hosts.map((h) => h.namespace) as [string, string];
@@ -32,7 +32,8 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
       assert.notEqual(before.tcpRmem, TUNING.sysctl['net.ipv4.tcp_rmem']);
       assert.deepEqual(await settings(b), before);
 
-      const submitted = await t.client.submit({ engine: 'builtin', duration: 2, tuning: TUNING, flows: [flow('A', 'B')] });
+      // Two runs in a row: the second tunes what the first restored, never the first's values.
+      const submitted = await t.client.submit({ engine: 'builtin', duration: 2, repeat: 2, tuning: TUNING, flows: [flow('A', 'B')] });
       assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
       const during = await waitFor('the tuning to be in force on both hosts', async () => {
         const [x, y] = await Promise.all([settings(a), settings(b)]);
@@ -41,13 +42,16 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
       for (const host of during) assert.deepEqual(host, { mtu: 9000, txqueuelen: 5000, tcpRmem: '4096 65536 4194304', gro: 'off' });
 
       const { job } = await t.client.finish(submitted.body.id, 30_000);
-      assert.equal(job.status, 'succeeded', JSON.stringify(job.runs?.[0]?.error));
-      const [result] = job.runs[0].flows;
-      for (const end of ['sender', 'receiver'] as const) {
-        assert.deepEqual(result.diagnostics[end].tuning, { mtu: 9000, txqueuelen: 5000, sysctl: { 'net.ipv4.tcp_rmem': '4096 65536 4194304' }, ethtool: { gro: 'off' } });
-        assert.equal(result.diagnostics[end].environment.mtu, 9000);
+      assert.equal(job.status, 'succeeded', JSON.stringify(job.runs?.map((r: { error: unknown }) => r.error)));
+      assert.equal(job.runs.length, 2);
+      for (const run of job.runs) {
+        const [result] = run.flows;
+        for (const end of ['sender', 'receiver'] as const) {
+          assert.deepEqual(result.diagnostics[end].tuning, { mtu: 9000, txqueuelen: 5000, sysctl: { 'net.ipv4.tcp_rmem': '4096 65536 4194304' }, ethtool: { gro: 'off' } });
+          assert.equal(result.diagnostics[end].environment.mtu, 9000);
+        }
+        assert.equal(result.pathVerified, true);
       }
-      assert.equal(result.pathVerified, true);
       // Back as they were on both hosts once the run is over.
       assert.deepEqual(await settings(a), before);
       assert.deepEqual(await settings(b), before);

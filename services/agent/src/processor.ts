@@ -53,11 +53,24 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
   if (!task.tuning) return measure(task, signal, deps, diagnostics, report, log);
   if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
+  const tuner = deps.tuner;
   try {
-    diagnostics.tuning = await deps.tuner.apply(task.runId, task.interface, task.tuning);
+    diagnostics.tuning = await tuner.apply(task.runId, task.interface, task.tuning);
   } catch (error) {
     return report({ code: 'tuning_failed', message: (error as Error).message });
   }
+  // Restored before the report goes out: the coordinator starts the next run (which may tune
+  // the same interface again) only once every end has reported.
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await tuner.release(task.runId).catch((error: Error) => log.error({ err: error }, 'restoring the tuning failed'));
+  };
+  const restoreThenReport: typeof report = async (error, rest) => {
+    await release();
+    return report(error, rest);
+  };
   try {
     if (task.tuning.mtu !== undefined) {
       const settle = Date.now() + LINK_SETTLE_MS;
@@ -67,9 +80,9 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    return await measure(task, signal, deps, diagnostics, report, log);
+    return await measure(task, signal, deps, diagnostics, restoreThenReport, log);
   } finally {
-    await deps.tuner.release(task.runId).catch((error: Error) => log.error({ err: error }, 'restoring the tuning failed'));
+    await release();
   }
 }
 

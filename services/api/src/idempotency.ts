@@ -31,7 +31,7 @@ function sha256(text: string): string {
  * request created; another body is 422; a duplicate while the first is still being handled
  * is 409. A first request that fails forgets the key, so it can be retried.
  */
-export async function onceper(
+export async function idempotent(
   deps: { redis: Redis; keys: Keys; store: JobStore },
   owner: string,
   key: string,

@@ -4,7 +4,7 @@ import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/sh
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
 import type { Handler } from '../handler.js';
 import { mayManage } from '../access.js';
-import { onceper } from '../idempotency.js';
+import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
 
 export const createJob: Handler = async ({ body, headers, principal }, services) => {
@@ -14,7 +14,7 @@ export const createJob: Handler = async ({ body, headers, principal }, services)
     return outcome.job;
   };
   const key = headers['idempotency-key'];
-  const { job, replayed } = typeof key === 'string' ? await onceper(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
+  const { job, replayed } = typeof key === 'string' ? await idempotent(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
   return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 
