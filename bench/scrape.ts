@@ -1,21 +1,32 @@
 /**
  * Scrape cost: /metrics with 100 and 1,000 simulated agents × 4 interfaces (registered and
  * heartbeating as real agents do) and one measured link per interface. Time and size of a
- * scrape, median and p99 of 30, and how they grow from the smaller fleet to the larger.
+ * scrape, median and p99 of 30, and how they grow from the smaller fleet to the larger. The
+ * headline is `niclab api` as its own process on its own core, scraped from this process on
+ * the other, as Prometheus would; the same API in this process and its render alone show where
+ * the time goes.
  */
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
 import { AgentRegistry } from '@niclab/shared/agent-registry';
+import { command } from '@niclab/shared/command';
 import { Keys } from '@niclab/shared/keys';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stats';
-import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
+import { waitFor } from '../test/helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { silentLog, testConfig } from '../test/helpers/stack.js';
 import { median, round, writeResult } from './lib.js';
 
 const INTERFACES = ['eth1', 'eth2', 'eth3', 'eth4'];
+const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
 const SCRAPES = 30;
+
+// This process (the scraper) on core 0; the API process gets core 1.
+await command('taskset', ['-p', '-c', '0', String(process.pid)]);
 
 async function fleet(agents: number) {
   const redis = await startTestRedis();
@@ -40,19 +51,37 @@ async function fleet(agents: number) {
       }
       await pipeline.exec();
     }
+    const scrape = async (url: string) => {
+      const times: number[] = [];
+      let bytes = 0;
+      let series = 0;
+      for (let i = 0; i < SCRAPES + 3; i++) {
+        const t0 = performance.now();
+        const text = await (await fetch(url)).text();
+        if (i >= 3) times.push(performance.now() - t0); // the first scrapes warm up the JIT
+        bytes = Buffer.byteLength(text);
+        series = text.split('\n').filter((l) => l && !l.startsWith('#')).length;
+      }
+      return { times: times.sort((a, b) => a - b), bytes, series };
+    };
+    // As Prometheus sees it: `niclab api` as a process of its own, on its own core (taskset),
+    // scraped from this process on the other.
+    const port = await freePort();
+    const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], {
+      env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, NICLAB_PREFIX: config.prefix, NICLAB_PORT: String(port), NICLAB_COORDINATOR: 'false', NICLAB_LOG_LEVEL: 'warn' },
+      stdio: 'inherit',
+    });
+    let separate: Awaited<ReturnType<typeof scrape>>;
+    try {
+      await waitFor('the API', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ?? false);
+      separate = await scrape(`http://127.0.0.1:${port}/metrics`);
+    } finally {
+      api.kill('SIGTERM');
+    }
+    // The same API in this process: client and server then share one event loop.
     const server = createApp(services).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
-    const times: number[] = [];
-    let bytes = 0;
-    let series = 0;
-    for (let i = 0; i < SCRAPES + 3; i++) {
-      const t0 = performance.now();
-      const text = await (await fetch(url)).text();
-      if (i >= 3) times.push(performance.now() - t0); // the first scrapes warm up the JIT
-      bytes = Buffer.byteLength(text);
-      series = text.split('\n').filter((l) => l && !l.startsWith('#')).length;
-    }
+    const inProcess = await scrape(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`);
     server.close();
     // The same scrape without HTTP, and its Redis read alone: where the time goes.
     const render: number[] = [];
@@ -67,8 +96,12 @@ async function fleet(agents: number) {
       await Promise.all([services.store.stats.links(), services.agents.list()]);
       reads.push(performance.now() - t0);
     }
-    times.sort((a, b) => a - b);
-    return { agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes, medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2), renderMedianMs: round(median(render), 2), redisReadMedianMs: round(median(reads), 2) };
+    const { times, bytes, series } = separate;
+    return {
+      agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes,
+      medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2),
+      inProcessMedianMs: round(median(inProcess.times), 2), renderMedianMs: round(median(render), 2), redisReadMedianMs: round(median(reads), 2),
+    };
   } finally {
     await services.close();
     await redis.stop();
@@ -78,7 +111,7 @@ async function fleet(agents: number) {
 const small = await fleet(100);
 console.log(`100 agents: scrape median ${small.medianMs} ms, p99 ${small.p99Ms} ms, ${small.series} series, ${(small.bytes / 1024).toFixed(0)} KiB`);
 const large = await fleet(1000);
-console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB; in-process render ${large.renderMedianMs} ms, of which reading links and agents ${large.redisReadMedianMs} ms`);
+console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB; scraping an API in the scraper's own process ${large.inProcessMedianMs} ms; render alone ${large.renderMedianMs} ms, of which reading links and agents ${large.redisReadMedianMs} ms`);
 const growth = { medianPerAgentRatio: round(large.medianMs / large.agents / (small.medianMs / small.agents)), bytesPerAgentRatio: round(large.bytes / large.agents / (small.bytes / small.agents)) };
 console.log(`growth 10x: median time per agent x${growth.medianPerAgentRatio}, bytes per agent x${growth.bytesPerAgentRatio}`);
 console.log(`written ${await writeResult('scrape', { scrapes: SCRAPES, small, large, growth })}`);

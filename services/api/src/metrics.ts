@@ -36,10 +36,24 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
+  // A link's labels never change and its values change once per run: a scrape parses only
+  // what changed since the last one (thousands of links otherwise cost a JSON.parse each).
+  let parsed = new Map<string, { valuesJson: string; link: Snapshot['links'][number] }>();
+  const parseLinks = (raw: Record<string, string>): Snapshot['links'] => {
+    const next = new Map<string, { valuesJson: string; link: Snapshot['links'][number] }>();
+    for (const [labelsJson, valuesJson] of Object.entries(raw)) {
+      const known = parsed.get(labelsJson);
+      const link = known?.valuesJson === valuesJson ? known.link : { labels: known?.link.labels ?? (JSON.parse(labelsJson) as LinkLabels), values: JSON.parse(valuesJson) as LinkValues };
+      next.set(labelsJson, { valuesJson, link });
+    }
+    parsed = next;
+    return [...next.values()].map((entry) => entry.link);
+  };
   const read = async (): Promise<Snapshot> => {
-    const [links, agentList, jobs, runs, queue] = await Promise.all([
-      store.stats.links(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
+    const [rawLinks, agentList, jobs, runs, queue] = await Promise.all([
+      store.stats.rawLinks(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
     ]);
+    const links = parseLinks(rawLinks);
     const pipeline = redis.pipeline();
     for (const status of JOB_STATUSES) pipeline.zcard(keys.jobIndex(status));
     const leaseKeys = agentList.flatMap((a) => a.interfaces.map((i) => keys.lease(a.id, i.name)));
@@ -114,6 +128,17 @@ const LINK_METRICS: [string, string, (v: LinkValues) => number | null | undefine
   ['niclab_link_receiver_cpu_seconds_per_bit', "Receiver CPU seconds per bit received in the link's last run.", (v) => v.receiverCpuSecondsPerBit],
 ];
 
+/** A link's label set in the text format, escaped once per labels object (they are kept between scrapes). */
+const labelSets = new WeakMap<LinkLabels, string>();
+function labelSet(labels: LinkLabels): string {
+  let set = labelSets.get(labels);
+  if (set === undefined) {
+    set = LINK_LABELS.map((k) => `${k}="${escapeLabel(labels[k])}"`).join(',');
+    labelSets.set(labels, set);
+  }
+  return set;
+}
+
 const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 const sampleValue = (value: number) => (Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value));
 
@@ -136,7 +161,7 @@ function renderSamples(name: string, help: string, type: string, samples: Sample
  * thousands of links cheap (prom-client formats every label of every series anew).
  */
 export function renderLinks(links: { labels: LinkLabels; values: LinkValues }[]): string {
-  const labelSets = links.map(({ labels }) => LINK_LABELS.map((k) => `${k}="${escapeLabel(labels[k])}"`).join(','));
+  const labelSets = links.map(({ labels }) => labelSet(labels));
   const out: string[] = [];
   for (const [name, help, pick] of LINK_METRICS) {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);

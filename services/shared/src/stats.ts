@@ -91,8 +91,12 @@ export class Stats {
   }
 
   async links(): Promise<{ labels: LinkLabels; values: LinkValues }[]> {
-    const raw = await this.redis.hgetall(this.keys.links);
-    return Object.entries(raw).map(([labels, values]) => ({ labels: JSON.parse(labels) as LinkLabels, values: JSON.parse(values) as LinkValues }));
+    return Object.entries(await this.rawLinks()).map(([labels, values]) => ({ labels: JSON.parse(labels) as LinkLabels, values: JSON.parse(values) as LinkValues }));
+  }
+
+  /** The links as stored: JSON of the labels → JSON of the values (for readers that cache the parse). */
+  rawLinks(): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.keys.links);
   }
 }
 
