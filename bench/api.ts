@@ -6,31 +6,25 @@
  * jobs and one over 10,000, take turns (3 rounds of 5 s each, medians), so what the size of the
  * store costs is measured side by side.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { newToken } from '@niclab/api/policy';
-import { command } from '@niclab/shared/command';
 import type { JobSpec } from '@niclab/shared/contract';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
 import { createRedis } from '@niclab/shared/redis';
 import { spawnNiclab, waitFor } from '../test/helpers/processes.js';
-import { freePort, startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
-import { median, round, writeResult } from './lib.js';
+import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
+import { median, round, startPinnedApi, writeResult } from './lib.js';
 
-const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = 3;
 const CONNECTIONS = 10;
 const SIZES = [1000, 10_000];
 
-// This process (and so autocannon) on core 0; the API gets core 1 to itself.
-await command('taskset', ['-p', '-c', '0', String(process.pid)]);
 const redis = await startTestRedis();
 const dir = mkdtempSync(join(tmpdir(), 'niclab-bench-api-'));
 const token = newToken();
@@ -46,15 +40,13 @@ async function load(base: string, path: string, method: 'GET' | 'POST', body?: s
 
 /** A fresh API (pinned to core 1) and agent on their own key prefix, with `size` jobs stored. */
 async function startApi(size: number) {
-  const port = await freePort();
   const prefix = uniquePrefix();
-  const env = { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_PORT: String(port), NICLAB_LOG_LEVEL: 'warn', NICLAB_HEARTBEAT_SECONDS: '1' };
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_LOG_LEVEL: 'warn', NICLAB_HEARTBEAT_SECONDS: '1' };
   // No coordinator: submitted jobs stay queued, so the figures are the API's alone.
-  const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], { env: { ...env, NICLAB_COORDINATOR: 'false', NICLAB_POLICY_FILE: join(dir, 'policy.yaml') }, stdio: 'inherit' });
+  const api = await startPinnedApi({ ...env, NICLAB_POLICY_FILE: join(dir, 'policy.yaml') });
   const agent = spawnNiclab(['agent', '--id', 'bench'], env);
-  const base = `http://127.0.0.1:${port}`;
+  const { base } = api;
   const connection = createRedis(redis.url, { name: 'bench-fill' });
-  await waitFor('the API', async () => (await fetch(`${base}/readyz`).catch(() => null))?.ok ?? false);
   await waitFor('the agent', async () => ((await (await fetch(`${base}/v1/agents/bench`, { headers })).json()) as { online?: boolean }).online === true);
   const store = new JobStore(connection, new Keys(prefix));
   let someId = '';
@@ -66,7 +58,7 @@ async function startApi(size: number) {
     size, base, someId,
     async stop() {
       connection.disconnect();
-      api.kill('SIGTERM');
+      api.stop();
       await agent.stop();
     },
   };

@@ -9,11 +9,36 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { command } from '@niclab/shared/command';
 import type { LabHost } from '@niclab/cli/lab/lab';
+import { waitFor } from '../test/helpers/processes.js';
 import { freePort } from '../test/helpers/redis.js';
 
 export { startTestLab as startLab, flow, mbit } from '../test/helpers/lab.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
+
+/**
+ * `niclab api` as a process of its own on core 1, without a coordinator (the API's figures
+ * alone), once it answers; the calling benchmark moves itself to core 0. `env` names at
+ * least REDIS_URL and NICLAB_PREFIX.
+ */
+export async function startPinnedApi(env: Record<string, string>): Promise<{ base: string; stop(): void }> {
+  await command('taskset', ['-p', '-c', '0', String(process.pid)]);
+  const port = await freePort();
+  const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], {
+    env: { PATH: process.env.PATH ?? '', NICLAB_LOG_LEVEL: 'warn', ...env, NICLAB_PORT: String(port), NICLAB_COORDINATOR: 'false' },
+    stdio: 'inherit',
+  });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor('the API', async () => (await fetch(`${base}/readyz`).catch(() => null))?.ok ?? false);
+  } catch (error) {
+    api.kill('SIGTERM');
+    throw error;
+  }
+  return { base, stop: () => void api.kill('SIGTERM') };
+}
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

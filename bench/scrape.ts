@@ -6,27 +6,20 @@
  * the other, as Prometheus would; the same API in this process and its render alone show where
  * the time goes.
  */
-import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
 import { AgentRegistry } from '@niclab/shared/agent-registry';
-import { command } from '@niclab/shared/command';
 import { Keys } from '@niclab/shared/keys';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stats';
-import { waitFor } from '../test/helpers/processes.js';
-import { freePort, startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
+import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { silentLog, testConfig } from '../test/helpers/stack.js';
-import { median, round, writeResult } from './lib.js';
+import { median, round, startPinnedApi, writeResult } from './lib.js';
 
 const INTERFACES = ['eth1', 'eth2', 'eth3', 'eth4'];
-const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
 const SCRAPES = 30;
 
-// This process (the scraper) on core 0; the API process gets core 1.
-await command('taskset', ['-p', '-c', '0', String(process.pid)]);
 
 async function fleet(agents: number) {
   const redis = await startTestRedis();
@@ -66,17 +59,12 @@ async function fleet(agents: number) {
     };
     // As Prometheus sees it: `niclab api` as a process of its own, on its own core (taskset),
     // scraped from this process on the other.
-    const port = await freePort();
-    const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], {
-      env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, NICLAB_PREFIX: config.prefix, NICLAB_PORT: String(port), NICLAB_COORDINATOR: 'false', NICLAB_LOG_LEVEL: 'warn' },
-      stdio: 'inherit',
-    });
+    const api = await startPinnedApi({ REDIS_URL: redis.url, NICLAB_PREFIX: config.prefix });
     let separate: Awaited<ReturnType<typeof scrape>>;
     try {
-      await waitFor('the API', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ?? false);
-      separate = await scrape(`http://127.0.0.1:${port}/metrics`);
+      separate = await scrape(`${api.base}/metrics`);
     } finally {
-      api.kill('SIGTERM');
+      api.stop();
     }
     // The same API in this process: client and server then share one event loop.
     const server = createApp(services).listen(0, '127.0.0.1');
@@ -93,7 +81,7 @@ async function fleet(agents: number) {
     const reads: number[] = [];
     for (let i = 0; i < 10; i++) {
       const t0 = performance.now();
-      await Promise.all([services.store.stats.links(), services.agents.list()]);
+      await Promise.all([services.store.stats.rawLinks(), services.agents.list()]);
       reads.push(performance.now() - t0);
     }
     const { times, bytes, series } = separate;

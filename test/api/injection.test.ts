@@ -1,23 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import request from 'supertest';
 import { INJECTION } from '../helpers/injection.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { startStack, testConfig, type Stack } from '../helpers/stack.js';
+import { stackPerFile, type Stack } from '../helpers/stack.js';
 
 const AGENT = 'inj';
 const lo = { agent: AGENT, interface: 'lo' };
-let redis: TestRedis;
 let stack: Stack;
-
-before(async () => {
-  redis = await startTestRedis();
-  stack = await startStack(testConfig(redis.url), { agents: [AGENT] });
-});
-after(async () => {
-  await stack?.close();
-  await redis?.stop();
-});
+stackPerFile({ agents: [AGENT] }, (s) => (stack = s));
 
 /** Every string that reaches an agent or a process name, and the field a 422 must name. */
 const FIELDS: [string, (s: string) => Record<string, unknown>, string][] = [

@@ -1,30 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import request from 'supertest';
 import { assertResponse } from '../helpers/contract.js';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
-import { freePort, startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';
+import { freePort } from '../helpers/redis.js';
+import { silentLog, stackPerFile, type Stack } from '../helpers/stack.js';
 
 const AGENT = 'api-agent';
 const lo = { agent: AGENT, interface: 'lo' };
 const spec = (extra: Record<string, unknown> = {}) => ({ engine: 'builtin', protocol: 'tcp', duration: 1, flows: [{ from: lo, to: lo }], ...extra });
 
-let redis: TestRedis;
 let stack: Stack;
-
-before(async () => {
-  redis = await startTestRedis();
-  // No coordinator: accepted jobs stay queued, so what the API stored can be read back unchanged.
-  stack = await startStack(testConfig(redis.url), { agents: [AGENT] });
-});
-after(async () => {
-  await stack?.close();
-  await redis?.stop();
-});
+// No coordinator: accepted jobs stay queued, so what the API stored can be read back unchanged.
+stackPerFile({ agents: [AGENT] }, (s) => (stack = s));
 
 async function post(body: unknown) {
   return request(stack.app).post('/v1/jobs').set('content-type', 'application/json').send(JSON.stringify(body));

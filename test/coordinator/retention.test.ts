@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import request from 'supertest';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { startStack, testConfig, type Stack } from '../helpers/stack.js';
+import { stackPerFile, type Stack } from '../helpers/stack.js';
 import { waitFor } from '../helpers/processes.js';
 
-let redis: TestRedis;
 let stack: Stack;
 const lo = { agent: 'keeper', interface: 'lo' };
-
-before(async () => {
-  redis = await startTestRedis();
-  stack = await startStack(testConfig(redis.url, { retentionJobs: 2, retentionDays: 30, resultsRetentionDays: 365 }), { agents: ['keeper'], coordinator: true });
-});
-
-after(async () => {
-  await stack?.close();
-  await redis?.stop();
-});
+stackPerFile({ config: { retentionJobs: 2, retentionDays: 30, resultsRetentionDays: 365 }, agents: ['keeper'], coordinator: true }, (s) => (stack = s));
 
 async function runJob(labels: Record<string, string>): Promise<string> {
   const res = await request(stack.app).post('/v1/jobs').send({ duration: 0.5, interval: 0.5, labels, flows: [{ from: lo, to: lo }] });

@@ -1,3 +1,4 @@
+import { after, before } from 'node:test';
 import type { Express } from 'express';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
@@ -5,7 +6,7 @@ import { createApiServices, type ApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { loadConfig, type Config } from '@niclab/shared/config';
 import { createLogger } from '@niclab/shared/logger';
-import { uniquePrefix } from './redis.js';
+import { startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 export type TestConfig = Config & { redisUrl: string };
 
@@ -48,4 +49,22 @@ export async function startStack(config: TestConfig, options: { agents?: string[
       await services.close();
     },
   };
+}
+
+/**
+ * One stack for a whole test file, on a Redis of its own: started before the file's tests
+ * (handed to `use`), closed after them.
+ */
+export function stackPerFile(options: { agents?: string[]; coordinator?: boolean; config?: Partial<Config> }, use: (stack: Stack) => void): void {
+  let redis: TestRedis | undefined;
+  let stack: Stack | undefined;
+  before(async () => {
+    redis = await startTestRedis();
+    stack = await startStack(testConfig(redis.url, options.config), options);
+    use(stack);
+  });
+  after(async () => {
+    await stack?.close();
+    await redis?.stop();
+  });
 }

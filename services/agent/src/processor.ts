@@ -28,9 +28,6 @@ export interface ProcessorDeps {
   tuner?: Tuner;
 }
 
-/** After an MTU change a link may go down and up again: wait this long for it. */
-const LINK_SETTLE_MS = 10_000;
-
 /**
  * Runs one end of one flow: checks the task again (nothing unvalidated reaches a process),
  * reads the interface's counters around the engine, and always answers with a report.
@@ -72,14 +69,6 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return report(error, rest);
   };
   try {
-    if (task.tuning.mtu !== undefined) {
-      const settle = Date.now() + LINK_SETTLE_MS;
-      for (;;) {
-        const now = await readInterface(task.interface);
-        if ((now && isUsable(now)) || Date.now() > settle) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
     return await measure(task, signal, deps, diagnostics, restoreThenReport, log);
   } finally {
     await release();

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { command } from '@niclab/shared/command';
 import type { Logger } from '@niclab/shared/logger';
 import { FEATURES, RINGS, type Tuning } from '@niclab/shared/tuning-rules';
+import { isUsable, readInterface } from './interfaces.js';
 
 /** What a run changed on one interface, as it was before. */
 interface InterfaceBefore {
@@ -30,6 +31,18 @@ export interface AppliedTuning {
   txqueuelen?: number;
   sysctl?: Record<string, string>;
   ethtool?: Record<string, string | number>;
+}
+
+/** After an MTU change a link may go down and up again: wait this long for it. */
+const LINK_SETTLE_MS = 10_000;
+
+async function linkUsable(iface: string): Promise<void> {
+  const settle = Date.now() + LINK_SETTLE_MS;
+  for (;;) {
+    const now = await readInterface(iface);
+    if ((now && isUsable(now)) || Date.now() > settle) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 const sysctlPath = (name: string) => `/proc/sys/${name.replaceAll('.', '/')}`;
@@ -109,7 +122,7 @@ export class Tuner {
   /** Restores whatever a previous life of this agent left applied. Call before taking work. */
   async recover(): Promise<string[]> {
     const runs = Object.keys(this.load().runs);
-    for (const runId of runs) await this.restore(runId);
+    for (const runId of runs) await this.serial(() => this.restoreNow(runId));
     if (runs.length > 0) this.log.warn({ runs }, 'tuning left by a previous agent process restored');
     return runs;
   }
@@ -127,6 +140,7 @@ export class Tuner {
           mine.mtu = await readNumber(sysPath(iface, 'mtu'));
           remember();
           await command('ip', ['link', 'set', 'dev', iface, 'mtu', String(tuning.mtu)]);
+          await linkUsable(iface);
         }
         if (tuning.txqueuelen !== undefined && mine.txqueuelen === undefined) {
           mine.txqueuelen = await readNumber(sysPath(iface, 'tx_queue_len'));
@@ -196,10 +210,6 @@ export class Tuner {
       this.users.delete(runId);
       await this.restoreNow(runId);
     });
-  }
-
-  private restore(runId: string): Promise<void> {
-    return this.serial(() => this.restoreNow(runId));
   }
 
   /** Puts back what the record says, then forgets the run. A value that cannot be restored is logged, and the rest still are. */

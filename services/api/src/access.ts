@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
 import type { JobStore } from '@niclab/shared/job-store';
 import type { Keys } from '@niclab/shared/keys';
-import { paramsAt, planRuns } from '@niclab/shared/plan';
+import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
@@ -66,28 +66,32 @@ export async function checkLimits(
   spec: JobSpec,
   principal: Principal,
   deps: { agents: Agent[]; store: JobStore; redis: Redis; keys: Keys },
+  /** Where the spec sits in the request, for the fields errors name (`body.spec` in a schedule). */
+  root = 'body',
 ): Promise<void> {
   const limits = principal.limits;
   if (spec.tuning && !includes(principal.scope, 'admin')) {
-    throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field: 'body.tuning', message: 'needs the "admin" scope' }], { rule: 'scope' });
+    throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field: `${root}.tuning`, message: 'needs the "admin" scope' }], { rule: 'scope' });
   }
-  const runs = planRuns(spec);
-  if (limits.maxRunsPerJob !== undefined && runs.length > limits.maxRunsPerJob) {
-    throw limitError('body.repeat', 'maxRunsPerJob', `the job makes up to ${runs.length} runs; the limit is ${limits.maxRunsPerJob}`);
+  // An engine's parameters depend on the sweep point only: check each point once, not each run.
+  const points = sweepPoints(spec);
+  const runs = points.length * repetitions(spec).max;
+  if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
+    throw limitError(`${root}.repeat`, 'maxRunsPerJob', `the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
   }
   if (limits.maxDurationSeconds !== undefined && spec.duration > limits.maxDurationSeconds) {
-    throw limitError('body.duration', 'maxDurationSeconds', `${spec.duration} s is over the limit of ${limits.maxDurationSeconds} s`);
+    throw limitError(`${root}.duration`, 'maxDurationSeconds', `${spec.duration} s is over the limit of ${limits.maxDurationSeconds} s`);
   }
-  for (const run of runs) {
-    const params = paramsAt(spec, run.point);
+  for (const point of points) {
+    const params = paramsAt(spec, point);
     if (limits.maxStreams !== undefined && params.streams > limits.maxStreams) {
-      throw limitError(run.point.streams !== undefined ? 'body.sweep.streams' : 'body.streams', 'maxStreams', `${params.streams} streams is over the limit of ${limits.maxStreams}`);
+      throw limitError(point.streams !== undefined ? `${root}.sweep.streams` : `${root}.streams`, 'maxStreams', `${params.streams} streams is over the limit of ${limits.maxStreams}`);
     }
     if (limits.maxUdpBitsPerSecond !== undefined && params.udp) {
       const rate = params.udp.rate;
       const bits = 'bitsPerSecond' in rate ? rate.bitsPerSecond : rate.packetsPerSecond * params.udp.packetSize * 8;
       if (bits > limits.maxUdpBitsPerSecond) {
-        throw limitError(run.point.rate !== undefined ? 'body.sweep.rate' : 'body.udp.rate', 'maxUdpBitsPerSecond', `${bits} bit/s is over the limit of ${limits.maxUdpBitsPerSecond} bit/s`);
+        throw limitError(point.rate !== undefined ? `${root}.sweep.rate` : `${root}.udp.rate`, 'maxUdpBitsPerSecond', `${bits} bit/s is over the limit of ${limits.maxUdpBitsPerSecond} bit/s`);
       }
     }
   }
@@ -98,8 +102,8 @@ export async function checkLimits(
       const { agent: id, interface: name } = flow[side];
       const labels = byId.get(id)?.labels ?? {};
       const mismatch = Object.entries(limits.agentLabels ?? {}).find(([key, value]) => labels[key] !== value);
-      if (mismatch) denied.push({ field: `body.flows[${i}].${side}.agent`, message: `agent "${id}" does not have the label ${mismatch[0]}=${mismatch[1]} this token is limited to` });
-      else if (limits.interfaces && !limits.interfaces.includes(name)) denied.push({ field: `body.flows[${i}].${side}.interface`, message: `this token may only use interfaces ${limits.interfaces.join(', ')}` });
+      if (mismatch) denied.push({ field: `${root}.flows[${i}].${side}.agent`, message: `agent "${id}" does not have the label ${mismatch[0]}=${mismatch[1]} this token is limited to` });
+      else if (limits.interfaces && !limits.interfaces.includes(name)) denied.push({ field: `${root}.flows[${i}].${side}.interface`, message: `this token may only use interfaces ${limits.interfaces.join(', ')}` });
     }
   });
   if (denied.length > 0) throw new HttpProblem(403, 'forbidden', 'The job uses agents or interfaces this token may not use.', denied, { rule: 'agents' });

@@ -4,6 +4,9 @@ import { parse } from 'yaml';
 import { ConfigError, type Config } from '@niclab/shared/config';
 import { createAjv, fieldErrors } from '@niclab/shared/openapi';
 
+/** A token's name in the policy file (and in `niclab token NAME`). */
+export const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$/;
+
 /** What a token may do; each includes the ones before it. */
 export const SCOPES = ['read', 'run', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -77,7 +80,7 @@ const POLICY_SCHEMA = {
         additionalProperties: false,
         required: ['name', 'sha256', 'scopes'],
         properties: {
-          name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$' },
+          name: { type: 'string', pattern: TOKEN_NAME.source },
           sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
           scopes: { type: 'array', minItems: 1, items: { enum: SCOPES } },
           limits: LIMITS_SCHEMA,

@@ -27,9 +27,8 @@ export interface ApiServices {
   close(): Promise<void>;
 }
 
-/** Throws ConfigError when the access policy is missing where required or is invalid. */
-export function createApiServices(config: Config & { redisUrl: string }, log: Logger): ApiServices {
-  const policy = apiPolicy(config);
+/** Without `policy`, reads it from the config: a ConfigError when it is missing where required or invalid. */
+export function createApiServices(config: Config & { redisUrl: string }, log: Logger, policy: Policy = apiPolicy(config)): ApiServices {
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
-import { apiPolicy, newToken, SCOPES, type Scope } from '@niclab/api/policy';
+import { apiPolicy, newToken, SCOPES, TOKEN_NAME, type Policy, type Scope } from '@niclab/api/policy';
 import { createApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
@@ -40,8 +40,8 @@ NICLAB_TOKEN. See README.md.`;
 
 type Stopper = () => Promise<void>;
 
-async function listen(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
-  const services = createApiServices(config, log);
+async function listen(config: Config & { redisUrl: string }, policy: Policy, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const services = createApiServices(config, log, policy);
   services.schedules.start(log);
   const server: Server = createApp(services).listen(config.port, config.host);
   await once(server, 'listening');
@@ -104,8 +104,9 @@ async function main(argv: string[]): Promise<void> {
   if (values['no-coordinator']) overrides.coordinator = false;
   // `start` is the one-machine setup: its agent is "local" unless NICLAB_AGENT_ID says otherwise.
   const base = loadConfig(process.env, overrides, command === 'start' ? 'local' : undefined);
-  // A policy the API could not serve with stops the start before anything (a private Redis) runs.
-  if (command === 'start' || command === 'api') apiPolicy(base);
+  // Read once, here: a policy the API could not serve with stops the start before anything
+  // (a private Redis) runs.
+  const policy = command === 'start' || command === 'api' ? apiPolicy(base) : null;
   if (command === 'lab') {
     process.exitCode = await labCommand(positionals[1], values, base);
     return;
@@ -143,13 +144,13 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  if (command === 'start' || command === 'api') await listen(config, log.child({ role: 'api' }), stoppers);
+  if (policy) await listen(config, policy, log.child({ role: 'api' }), stoppers);
   if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
   if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
 }
 
 function printToken(name: string | undefined, scope: string): void {
-  if (!name || !/^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$/.test(name)) throw new UsageError('token needs a NAME: letters, digits, ".", "_", "@", "-"');
+  if (!name || !TOKEN_NAME.test(name)) throw new UsageError('token needs a NAME: letters, digits, ".", "_", "@", "-"');
   if (!(SCOPES as readonly string[]).includes(scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}`);
   const { token, sha256 } = newToken();
   console.log(`token: ${token}`);

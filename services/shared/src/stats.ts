@@ -90,11 +90,7 @@ export class Stats {
     return { buckets, sum: Number(raw.sum ?? 0), count: Number(raw.count ?? 0) };
   }
 
-  async links(): Promise<{ labels: LinkLabels; values: LinkValues }[]> {
-    return Object.entries(await this.rawLinks()).map(([labels, values]) => ({ labels: JSON.parse(labels) as LinkLabels, values: JSON.parse(values) as LinkValues }));
-  }
-
-  /** The links as stored: JSON of the labels → JSON of the values (for readers that cache the parse). */
+  /** The links as stored: JSON of the labels → JSON of the values (/metrics parses only what changed). */
   rawLinks(): Promise<Record<string, string>> {
     return this.redis.hgetall(this.keys.links);
   }
