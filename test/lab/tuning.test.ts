@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { describe, test } from 'node:test';
 import { startAgent } from '@niclab/cli/lab/lab';
 import { command } from '@niclab/shared/command';
@@ -35,11 +36,14 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
       // Two runs in a row: the second tunes what the first restored, never the first's values.
       const submitted = await t.client.submit({ engine: 'builtin', duration: 2, repeat: 2, tuning: TUNING, flows: [flow('A', 'B')] });
       assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-      const during = await waitFor('the tuning to be in force on both hosts', async () => {
-        const [x, y] = await Promise.all([settings(a), settings(b)]);
-        return x.mtu === 9000 && y.mtu === 9000 ? [x, y] : null;
-      }, 15_000, 50);
-      for (const host of during) assert.deepEqual(host, { mtu: 9000, txqueuelen: 5000, tcpRmem: '4096 65536 4194304', gro: 'off' });
+      // The agent applies one setting after another (MTU first, then waits for the link), so
+      // wait for the whole set rather than asserting on the first sign of it.
+      const tuned: HostSettings = { mtu: 9000, txqueuelen: 5000, tcpRmem: '4096 65536 4194304', gro: 'off' };
+      let seen: HostSettings[] = [];
+      await waitFor('the whole tuning to be in force on both hosts', async () => {
+        seen = await Promise.all([settings(a), settings(b)]);
+        return seen.every((host) => isDeepStrictEqual(host, tuned));
+      }, 15_000, 50).catch((error: Error) => assert.fail(`${error.message}; last seen ${JSON.stringify(seen)}`));
 
       const { job } = await t.client.finish(submitted.body.id, 30_000);
       assert.equal(job.status, 'succeeded', JSON.stringify(job.runs?.map((r: { error: unknown }) => r.error)));
