@@ -91,7 +91,9 @@ function setPath(target: Record<string, unknown>, path: readonly (string | numbe
   }
   const last = path.at(-1)!;
   if (remove) delete node[last];
-  else node[last] = value;
+  // A copy: the generators hand out shared constants ({} and []), and one mutation writing into
+  // a constant another one placed would make the spec circular (and change the constant).
+  else node[last] = structuredClone(value);
 }
 
 const mutatedSpec = fc.array(fc.tuple(fc.constantFrom(...SPEC_FIELDS), nasty, fc.boolean()), { minLength: 0, maxLength: 4 }).map((mutations) => {
