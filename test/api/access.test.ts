@@ -17,6 +17,7 @@ const runner = newToken();
 const other = newToken();
 const admin = newToken();
 const limited = newToken();
+const racer = newToken();
 const lo = (agent: string) => ({ agent, interface: 'lo' });
 const spec = (extra: Record<string, unknown> = {}) => ({ engine: 'builtin', duration: 1, flows: [{ from: lo('r1'), to: lo('r1') }], ...extra });
 
@@ -42,6 +43,7 @@ tokens:
     sha256: ${limited.sha256}
     scopes: [run]
     limits: { maxDurationSeconds: 5, maxStreams: 2, maxUdpBitsPerSecond: 10000000, maxRunsPerJob: 4, maxConcurrentJobs: 2, agentLabels: { rack: r1 }, interfaces: [lo] }
+  - { name: racer, sha256: ${racer.sha256}, scopes: [run], limits: { maxConcurrentJobs: 3 } }
 `;
 
 let redis: TestRedis;
@@ -167,6 +169,21 @@ describe('limits', () => {
   });
 });
 
+test('submissions racing for the last places: exactly maxConcurrentJobs get through, and the refused hold no place', async () => {
+  const answers = await Promise.all(Array.from({ length: 12 }, () => as(racer, 'post', '/v1/jobs').send(spec())));
+  const accepted = answers.filter((res) => res.status === 202);
+  const refused = answers.filter((res) => res.status === 403);
+  assert.equal(accepted.length, 3, JSON.stringify(answers.map((res) => res.status)));
+  assert.equal(refused.length, 9);
+  for (const res of refused) assert.equal(res.body.rule, 'maxConcurrentJobs');
+  const active = await stack.services.redis.smembers(stack.services.keys.ownerActive('racer'));
+  assert.deepEqual(active.sort(), accepted.map((res) => res.body.id).sort());
+  // A place freed by a cancel is taken by exactly one of the next racers.
+  assert.equal((await as(racer, 'delete', `/v1/jobs/${accepted[0]!.body.id}`)).status, 202);
+  const next = await Promise.all(Array.from({ length: 4 }, () => as(racer, 'post', '/v1/jobs').send(spec())));
+  assert.deepEqual(next.map((res) => res.status).sort(), [202, 403, 403, 403]);
+});
+
 describe('Idempotency-Key', () => {
   test('the same key and body answer the same job; another body is 422; keys are per token', async () => {
     const send = (token: { token: string }, key: string, body: object) => as(token, 'post', '/v1/jobs').set('idempotency-key', key).send(body);
@@ -214,6 +231,18 @@ describe('request limits', () => {
     const res = await as(runner, 'post', '/v1/jobs').set('content-type', 'application/json').send(JSON.stringify({ ...spec(), labels: { pad: 'x'.repeat(70_000) } }));
     assert.equal(res.status, 413);
     assert.match(res.headers['content-type'] ?? '', /application\/problem\+json/);
+  });
+
+  test('a caller without a valid token is refused before its body is read: 401, not 413 or 400', async () => {
+    const big = JSON.stringify({ ...spec(), labels: { pad: 'x'.repeat(70_000) } });
+    for (const token of [null, { token: `${runner.token}x` }]) {
+      const oversized = await as(token, 'post', '/v1/jobs').set('content-type', 'application/json').send(big);
+      assert.equal(oversized.status, 401);
+      const malformed = await as(token, 'post', '/v1/jobs').set('content-type', 'application/json').send('{"engine":');
+      assert.equal(malformed.status, 401);
+    }
+    // A reader may not submit: refused for its scope before the body matters.
+    assert.equal((await as(reader, 'post', '/v1/jobs').set('content-type', 'application/json').send(big)).status, 403);
   });
 
   test('more requests per minute than the policy allows are 429 with Retry-After; other tokens go on', async () => {

@@ -4,6 +4,7 @@ import type { JobStore } from '@niclab/shared/job-store';
 import type { Keys } from '@niclab/shared/keys';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
+import { defineScript } from '@niclab/shared/redis';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
 /** What an operation of openapi.yaml needs (`x-niclab-scope`). */
@@ -60,15 +61,16 @@ function limitError(field: string, rule: string, message: string): HttpProblem {
 
 /**
  * Checks a spec against the principal's limits; throws 422 (a size over a limit) or 403 (an
- * agent or interface the token may not use, or too many jobs at once) naming the rule.
+ * agent or interface the token may not use) naming the rule. How many jobs a token may have
+ * at once is taken when the job is made (`reserveJobPlace`).
  */
-export async function checkLimits(
+export function checkLimits(
   spec: JobSpec,
   principal: Principal,
-  deps: { agents: Agent[]; store: JobStore; redis: Redis; keys: Keys },
+  deps: { agents: Agent[] },
   /** Where the spec sits in the request, for the fields errors name (`body.spec` in a schedule). */
   root = 'body',
-): Promise<void> {
+): void {
   const limits = principal.limits;
   if (spec.tuning && !includes(principal.scope, 'admin')) {
     throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field: `${root}.tuning`, message: 'needs the "admin" scope' }], { rule: 'scope' });
@@ -107,20 +109,35 @@ export async function checkLimits(
     }
   });
   if (denied.length > 0) throw new HttpProblem(403, 'forbidden', 'The job uses agents or interfaces this token may not use.', denied, { rule: 'agents' });
-  if (limits.maxConcurrentJobs !== undefined) {
-    const active = await activeJobs(principal.name, deps);
-    if (active >= limits.maxConcurrentJobs) {
-      throw new HttpProblem(403, 'forbidden', `Token ${principal.name} has ${active} jobs queued or running; its limit is ${limits.maxConcurrentJobs}.`, [], { rule: 'maxConcurrentJobs' });
-    }
+}
+
+/** Adds the job to its owner's active set only while the set is under the limit: one step, so racing submissions cannot both take the last place. */
+const RESERVE = `
+local active = redis.call('SCARD', KEYS[1])
+if active >= tonumber(ARGV[2]) then return active end
+redis.call('SADD', KEYS[1], ARGV[1])
+return -1
+`;
+
+/**
+ * Takes one of the principal's `maxConcurrentJobs` places for job `id` (the job store adds it
+ * to the same set when it creates the job), or throws 403 naming the rule. Finished jobs leave
+ * the set first; a job that is then not created must give its place back (`releaseJobPlace`).
+ */
+export async function reserveJobPlace(id: string, principal: Principal, deps: { store: JobStore; redis: Redis; keys: Keys }): Promise<void> {
+  const limit = principal.limits.maxConcurrentJobs;
+  if (limit === undefined) return;
+  const key = deps.keys.ownerActive(principal.name);
+  const ids = await deps.redis.smembers(key);
+  const statuses = await Promise.all(ids.map((member) => deps.store.status(member)));
+  const finished = ids.filter((_, i) => statuses[i] !== 'queued' && statuses[i] !== 'running');
+  if (finished.length > 0) await deps.redis.srem(key, ...finished);
+  const active = await defineScript(deps.redis, 'niclabReserveJobPlace', RESERVE)([key], id, limit);
+  if (active >= 0) {
+    throw new HttpProblem(403, 'forbidden', `Token ${principal.name} has ${active} jobs queued or running; its limit is ${limit}.`, [], { rule: 'maxConcurrentJobs' });
   }
 }
 
-/** Counts the owner's jobs still queued or running, dropping finished ones from the set. */
-async function activeJobs(owner: string, deps: { store: JobStore; redis: Redis; keys: Keys }): Promise<number> {
-  const key = deps.keys.ownerActive(owner);
-  const ids = await deps.redis.smembers(key);
-  const statuses = await Promise.all(ids.map((id) => deps.store.status(id)));
-  const finished = ids.filter((_, i) => statuses[i] !== 'queued' && statuses[i] !== 'running');
-  if (finished.length > 0) await deps.redis.srem(key, ...finished);
-  return ids.length - finished.length;
+export async function releaseJobPlace(id: string, owner: string, deps: { redis: Redis; keys: Keys }): Promise<void> {
+  await deps.redis.srem(deps.keys.ownerActive(owner), id);
 }

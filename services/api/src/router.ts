@@ -5,6 +5,7 @@ import { HttpProblem } from '@niclab/shared/problem';
 import { admit, type OperationScope } from './access.js';
 import type { Handler, Reply } from './handler.js';
 import type { ApiServices } from './services.js';
+import type { Principal } from './policy.js';
 
 interface CompiledOperation {
   operationId: string;
@@ -64,10 +65,19 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
         bodyRequired: op.requestBody?.required ?? false,
       };
-      router[method](expressPath, op.requestBody ? json : noBody, async (req: Request, res: Response, next: NextFunction) => {
+      // Who is asking is settled before a body is read: an unknown caller's body is never parsed.
+      const admission = async (req: Request, res: Response, next: NextFunction) => {
         res.locals.route = path;
         try {
-          const principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
+          res.locals.principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
+          next();
+        } catch (error) {
+          next(error);
+        }
+      };
+      router[method](expressPath, admission, op.requestBody ? json : noBody, async (req: Request, res: Response, next: NextFunction) => {
+        try {
+          const principal = res.locals.principal as Principal;
           const reply = await handler({ ...validate(compiled, req), principal }, services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
           if (reply.events) await streamEvents(res, reply.events);

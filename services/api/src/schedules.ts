@@ -63,7 +63,7 @@ export class Schedules {
     if (input.timezone !== undefined && !validTimeZone(input.timezone)) errors.push({ field: 'body.timezone', message: `"${input.timezone}" is not a time zone (e.g. Europe/Berlin, UTC)` });
     const spec = withDefaults(input.spec);
     const registered = await this.services.agents.list();
-    await checkLimits(spec, principal, { ...this.services, agents: registered }, 'body.spec');
+    checkLimits(spec, principal, { agents: registered }, 'body.spec');
     errors.push(...submissionErrors(spec, registered).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
     if (errors.length > 0) throw HttpProblem.invalid(errors, 'The schedule cannot run as specified.');
     const key = this.keys.schedule(input.name);

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
 import { tuningErrors } from '@niclab/shared/tuning-rules';
-import { checkLimits } from './access.js';
+import { checkLimits, releaseJobPlace, reserveJobPlace } from './access.js';
 import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
 
@@ -93,12 +93,19 @@ export async function submitJob(
   const { store, agents, jobsQueue, log } = services;
   const spec = withDefaults(input);
   const registered = await agents.list();
-  if ('principal' in owner) await checkLimits(spec, owner.principal, { ...services, agents: registered });
+  if ('principal' in owner) checkLimits(spec, owner.principal, { agents: registered });
   const errors = submissionErrors(spec, registered);
   if (errors.length > 0) return { errors, spec };
   const id = randomUUID();
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
-  const job = await store.create(id, spec, planRuns(spec).length, ownerName);
+  if ('principal' in owner) await reserveJobPlace(id, owner.principal, services);
+  let job: Job;
+  try {
+    job = await store.create(id, spec, planRuns(spec).length, ownerName);
+  } catch (error) {
+    await releaseJobPlace(id, ownerName, services).catch(() => undefined);
+    throw error;
+  }
   try {
     // A coordinator that fails on an unexpected error (Redis gone for longer than its patience)
     // leaves the job to be taken again; processJob resumes it, keeping finished runs.
