@@ -1,24 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import type { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/keys';
 import { Leases } from '@niclab/shared/leases';
-import { createRedis } from '@niclab/shared/redis';
-import { startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { redisPerFile, uniquePrefix } from '../helpers/redis.js';
 
-let server: TestRedis;
 let redis: Redis;
 const D = { agent: 'D', interface: 'eth1' };
 const A = { agent: 'A', interface: 'eth1' };
 
-before(async () => {
-  server = await startTestRedis();
-  redis = createRedis(server.url);
-});
-after(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+redisPerFile((client) => (redis = client));
 
 test('a run takes all its interfaces or none, and says who holds the one it waits for', async () => {
   const leases = new Leases(redis, new Keys(uniquePrefix()));
@@ -47,4 +38,18 @@ test('a lease expires when its holder stops renewing, and the stale holder can n
   assert.equal(await leases.renew('stale', [D]), 0);
   assert.equal(await leases.release('stale', [D]), 0);
   assert.deepEqual(await leases.acquire('third', [D]), { target: D, heldBy: 'fresh' });
+});
+
+test('a renewal takes back a lease Redis lost (a restart from its AOF), but never one another run holds', async () => {
+  const keys = new Keys(uniquePrefix());
+  const leases = new Leases(redis, keys);
+  assert.equal(await leases.acquire('run-1', [A, D]), null);
+  await redis.del(keys.lease(D.agent, D.interface)); // lost, as the last second before a crash can be
+  assert.equal(await leases.holderOf(D), null);
+  assert.equal(await leases.renew('run-1', [A, D]), 2);
+  assert.equal(await leases.holderOf(D), 'run-1');
+  assert.ok((await redis.pttl(keys.lease(D.agent, D.interface))) > 0, 'taken back with its TTL');
+  await redis.set(keys.lease(A.agent, A.interface), 'run-2');
+  assert.equal(await leases.renew('run-1', [A, D]), 1);
+  assert.equal(await leases.holderOf(A), 'run-2');
 });

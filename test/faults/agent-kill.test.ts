@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/keys';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { childPids, isAlive, waitFor } from '../helpers/processes.js';
+import { childPids, enginesOf, isAlive, waitFor } from '../helpers/processes.js';
 
 /** The bound the issue states for noticing a dead agent; with 1 s heartbeats it takes ~3-4 s. */
 const LOST_WITHIN_MS = 60_000;
@@ -27,10 +27,7 @@ for (const engine of ['builtin', 'iperf3'] as const) {
       assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
       const id = submitted.body.id as string;
       // Both ends' engines are running once each agent has a child process.
-      const engines = await waitFor('both engines to run', () => {
-        const both = [childPids(sender.pid), childPids(receiver.pid)];
-        return both.every((pids) => pids.length > 0) ? both.flat() : null;
-      }, 20_000, 50);
+      const engines = await enginesOf([sender.pid, receiver.pid]);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const killedAt = Date.now();
       receiver.child.kill('SIGKILL');

@@ -75,3 +75,11 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
+
+/** Waits until every one of `parents` has a child process (each end's engine runs), and returns all their children. */
+export function enginesOf(parents: number[], timeoutMs = 20_000): Promise<number[]> {
+  return waitFor('every end\'s engine to run', () => {
+    const children = parents.map((pid) => childPids(pid));
+    return children.every((pids) => pids.length > 0) ? children.flat() : null;
+  }, timeoutMs, 50);
+}

@@ -3,7 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
+import type { Redis } from 'ioredis';
 import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
+import { createRedis } from '@niclab/shared/redis';
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -39,4 +42,19 @@ export async function startTestRedis(): Promise<TestRedis> {
 /** A fresh key prefix, so tests sharing one Redis never see each other's keys. */
 export function uniquePrefix(): string {
   return `t${randomBytes(5).toString('hex')}`;
+}
+
+/** A Redis of the file's own and a client of it: started before the file's tests (handed to `use`), stopped after them. */
+export function redisPerFile(use: (client: Redis, server: TestRedis) => void): void {
+  let server: TestRedis | undefined;
+  let client: Redis | undefined;
+  before(async () => {
+    server = await startTestRedis();
+    client = createRedis(server.url);
+    use(client, server);
+  });
+  after(async () => {
+    client?.disconnect();
+    await server?.stop();
+  });
 }

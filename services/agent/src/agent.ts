@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { AgentRegistry, type AgentRecord } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
 import { Keys } from '@niclab/shared/keys';
+import { Leases } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
 import type { Task } from '@niclab/shared/task';
@@ -21,6 +22,15 @@ export interface CancelMessage {
   message?: string;
 }
 
+/** How often a running end checks that its run still holds the lease on its interface. */
+const LEASE_CHECK_MS = 1000;
+/**
+ * How long a lease may be missing before the end gives its run up: two of the coordinator's
+ * renewals, so a lease Redis lost in a restart (the coordinator takes it back at its next
+ * renewal) is not mistaken for a dead coordinator.
+ */
+const LEASE_ABSENT_MS = 10_000;
+
 interface Running {
   task: Task;
   controller: AbortController;
@@ -32,6 +42,7 @@ export class AgentService {
   private readonly redis: Redis;
   private readonly subscriber: Redis;
   private readonly registry: AgentRegistry;
+  private readonly leases: Leases;
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -46,6 +57,7 @@ export class AgentService {
     this.redis = createRedis(config.redisUrl, { patient: true, name: `niclab-agent-${config.agentId}` });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: `niclab-agent-${config.agentId}-sub` });
     this.registry = new AgentRegistry(this.redis, this.keys);
+    this.leases = new Leases(this.redis, this.keys);
     this.tuner = new Tuner(config.dataDir, config.agentId, log);
   }
 
@@ -117,13 +129,49 @@ export class AgentService {
       () => controller.abort({ code: 'deadline_exceeded', message: `the run passed its deadline on agent ${this.id}` }),
       Math.max(0, task.deadline - Date.now()),
     );
+    const watch = this.watchLease(task, controller);
     this.running.set(key, { task, controller });
     try {
       await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log, tuner: this.tuner });
     } finally {
       clearTimeout(deadline);
+      clearInterval(watch);
       this.running.delete(key);
     }
+  }
+
+  /**
+   * Ends the task when its run no longer holds its interface: the coordinator renews the lease
+   * while the run lasts, so a lease that lapsed, or that another run now holds, means the
+   * coordinator died (SIGKILL) and the job will be resumed elsewhere. Without this the dead
+   * run's traffic would go on, up to its deadline, beside the run that replaces it.
+   */
+  private watchLease(task: Task, controller: AbortController): NodeJS.Timeout {
+    const target = { agent: this.id, interface: task.interface };
+    let absentSince: number | null = null;
+    let checking = false;
+    return setInterval(() => {
+      if (checking || controller.signal.aborted) return;
+      checking = true;
+      this.leases
+        .holderOf(target)
+        .then((holder) => {
+          if (holder === task.runId) {
+            absentSince = null;
+            return;
+          }
+          if (holder === null) {
+            absentSince ??= Date.now();
+            if (Date.now() - absentSince < LEASE_ABSENT_MS) return;
+          }
+          const why = holder ? `run ${holder} now holds ${task.interface}` : `nobody renewed the lease on ${task.interface} for ${LEASE_ABSENT_MS / 1000} s`;
+          this.log.warn({ runId: task.runId, role: task.role, holder }, 'the run lost its interface lease: its coordinator is gone');
+          controller.abort({ code: 'coordinator_lost', message: `the run's coordinator stopped renewing its lease (${why})` });
+        }, () => undefined) // Redis unreachable: the deadline still bounds the task
+        .finally(() => {
+          checking = false;
+        });
+    }, LEASE_CHECK_MS);
   }
 
   private onCancel(text: string): void {

@@ -32,6 +32,15 @@ const RETRYABLE = new Set(['agent_lost', 'agent_offline', 'peer_unavailable']);
 type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
 /** How often a running run checks that its agents are still alive. */
 const LIVENESS_CHECK_MS = 1000;
+/**
+ * A coordinator killed outright (SIGKILL) stops renewing its hold on the job: the hold lapses
+ * after JOB_LOCK_MS, and any coordinator's stalled check (every JOB_STALLED_CHECK_MS) then
+ * hands the job to the next. Resuming is harmless (finished runs are kept), so a job may stall
+ * any number of times without being failed.
+ */
+const JOB_LOCK_MS = 15_000;
+const JOB_STALLED_CHECK_MS = 5000;
+const JOB_MAX_STALLS = 1000;
 
 export interface JobMessage {
   jobId: string;
@@ -80,6 +89,9 @@ export class Coordinator {
       connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: this.concurrency,
+      lockDuration: JOB_LOCK_MS,
+      stalledInterval: JOB_STALLED_CHECK_MS,
+      maxStalledCount: JOB_MAX_STALLS,
     });
     this.worker.on('error', (error) => this.log.error({ err: error }, 'job queue error'));
     const sweep = () => void this.sweepRetention().catch((error: Error) => this.log.warn({ err: error }, 'retention sweep failed'));
@@ -127,10 +139,14 @@ export class Coordinator {
     this.active.set(jobId, controller);
     try {
       const planned = planRuns(job.spec);
-      const done = new Map((await this.store.listRuns(jobId)).filter((r) => TERMINAL_STATUSES.includes(r.status)).map((r) => [r.index, r]));
+      const stored = await this.store.listRuns(jobId);
+      const done = new Map(stored.filter((r) => TERMINAL_STATUSES.includes(r.status)).map((r) => [r.index, r]));
+      // A run still `running` was under a coordinator that died without stopping: it is made
+      // again, and the lost attempt is kept in the new one's record.
+      const interrupted = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
       let failed = [...done.values()].filter((r) => r.status === 'failed');
       const targets: LeaseTarget[] = job.spec.flows.flatMap((f) => [f.from, f.to]);
-      log.info({ runs: planned.length, resumedAt: done.size }, 'job started');
+      log.info({ runs: planned.length, resumedAt: done.size, ...(interrupted.size > 0 ? { interruptedRuns: [...interrupted.keys()] } : {}) }, 'job started');
       // Where each point stands (adaptive repetition), recomputed only when a run has ended.
       const standing = () => pointStates(job.spec, [...done.values()].filter((r) => r.status !== 'canceled'));
       let states = standing();
@@ -140,7 +156,11 @@ export class Coordinator {
         if (states.get(pointKey(plan.point))?.settled) continue;
         // The job's retry policy: a run that failed for a reason outside the measurement is
         // made again (a new run id, the same index), at most `retries` times.
-        const earlier: EarlierAttempt[] = [];
+        const lostRun = interrupted.get(plan.index);
+        const earlier: EarlierAttempt[] = lostRun
+          ? [...(lostRun.earlierAttempts ?? []), { id: lostRun.id, startedAt: lostRun.startedAt, finishedAt: null, error: { code: 'coordinator_lost', message: 'the coordinator running this attempt died (its hold on the job lapsed); the job was resumed by another' } }]
+          : [];
+        const retried = () => earlier.filter((e) => RETRYABLE.has(e.error.code)).length;
         let run: Run | null = null;
         for (;;) {
           const runId = randomUUID();
@@ -155,7 +175,7 @@ export class Coordinator {
           } finally {
             await this.leases.release(runId, targets);
           }
-          if (run.status !== 'failed' || !RETRYABLE.has(run.error?.code ?? '') || earlier.length >= (job.spec.retries ?? 0)) break;
+          if (run.status !== 'failed' || !RETRYABLE.has(run.error?.code ?? '') || retried() >= (job.spec.retries ?? 0)) break;
           earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error! });
           log.info({ run: plan.index, attempt: earlier.length + 1, after: run.error?.code }, 'run made again (retries)');
         }

@@ -12,15 +12,21 @@ for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end
 return 0
 `;
 
-/** Extends or releases only keys this holder still has: a stale holder never touches a newer one's lease. */
+/**
+ * Extends keys this holder still has, and takes back free ones (a Redis restarted from its AOF
+ * may have lost the last second's SET); a key another holder has is never touched.
+ */
 const RENEW = `
 local n = 0
 for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]); n = n + 1 end
+  local holder = redis.call('GET', key)
+  if holder == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]); n = n + 1
+  elseif not holder then redis.call('SET', key, ARGV[1], 'PX', ARGV[2]); n = n + 1 end
 end
 return n
 `;
 
+/** Releases only keys this holder still has: a stale holder never touches a newer one's lease. */
 const RELEASE = `
 local n = 0
 for _, key in ipairs(KEYS) do
@@ -71,6 +77,11 @@ export class Leases {
   /** How many of the targets this holder still holds after extending them. */
   async renew(holder: string, targets: LeaseTarget[]): Promise<number> {
     return this.renewScript(this.keyList(targets), holder, this.ttlMs);
+  }
+
+  /** Who holds the lease on one interface now (a run id), or null. */
+  holderOf(target: LeaseTarget): Promise<string | null> {
+    return this.redis.get(this.keys.lease(target.agent, target.interface));
   }
 
   async release(holder: string, targets: LeaseTarget[]): Promise<number> {

@@ -465,7 +465,8 @@ export interface components {
              * @description How many times a run is made again when it failed for a reason outside the
              *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
              *     (`agent_offline`), or a receiver that did not start (`peer_unavailable`). The run
-             *     keeps its index; `attempt` and `earlierAttempts` record what happened.
+             *     keeps its index; `attempt` and `earlierAttempts` record what happened. A run whose
+             *     coordinator died (`coordinator_lost`) is always made again and does not count.
              * @default 0
              */
             retries: number;
@@ -749,7 +750,7 @@ export interface components {
             finishedAt: string | null;
             flows: components["schemas"]["FlowResult"][];
             error: null | components["schemas"]["Error"];
-            /** @description Which attempt this is (present once the job's `retries` made the run again). */
+            /** @description Which attempt this is (present once the run was made again: by the job's `retries`, or because the coordinator running it died, `coordinator_lost`). */
             attempt?: number;
             /** @description The attempts before this one, each failed for a reason outside the measurement. */
             earlierAttempts?: {

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { Keys } from '@niclab/shared/keys';
+import { ApiClient } from '../helpers/api-client.js';
+import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+
+/**
+ * The dead run's lease lapses 15 s after the coordinator's last renewal and its ends give up
+ * once it has been gone 10 s (or at once when a new attempt takes the interface). The
+ * coordinator's hold on the job lapses after 15 s too; another coordinator's stalled check
+ * (every 5 s) then resumes the job.
+ */
+const RESUMED_WITHIN_MS = 30_000;
+const OLD_ENDS_GONE_WITHIN_MS = 30_000;
+/** Long enough that the dead run's engines, left alone, would outlive both bounds. */
+const DURATION_S = 40;
+
+let redis: TestRedis;
+let env: Record<string, string>;
+let client: ApiClient;
+const processes: NiclabProcess[] = [];
+
+before(async () => {
+  redis = await startTestRedis();
+  const port = await freePort();
+  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
+  // The API has no coordinator of its own here, so killing the coordinator leaves the API up to watch.
+  processes.push(spawnNiclab(['api', '--no-coordinator'], env), spawnNiclab(['agent', '--id', 'cs'], env), spawnNiclab(['agent', '--id', 'cr'], env));
+  client = new ApiClient(`http://127.0.0.1:${port}`);
+  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+  for (const id of ['cs', 'cr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
+});
+
+after(async () => {
+  await Promise.all(processes.map((p) => p.stop()));
+  await redis?.stop();
+});
+
+test('a coordinator SIGKILLed mid-run: the job is resumed by the next one, the dead run is made again and recorded, its engines end, nothing is left held', async () => {
+  const [, sender, receiver] = processes as [NiclabProcess, NiclabProcess, NiclabProcess];
+  const first = spawnNiclab(['coordinator'], env);
+  processes.push(first);
+  const submitted = await client.submit({ engine: 'builtin', duration: DURATION_S, flows: [{ from: { agent: 'cs', interface: 'lo' }, to: { agent: 'cr', interface: 'lo' } }] });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const id = submitted.body.id as string;
+  const oldEngines = await enginesOf([sender.pid, receiver.pid]);
+  const [lostRun] = (await client.call('listRuns', 'GET', `/v1/jobs/${id}/runs`)).body.items;
+  assert.equal(lostRun.status, 'running');
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const killedAt = Date.now();
+  first.child.kill('SIGKILL');
+  await first.exited;
+
+  // Nobody else coordinates yet: the dead run's ends must stop on their own once its lease
+  // lapses, rather than run to their deadline.
+  await waitFor("the dead run's engines to end", () => oldEngines.every((pid) => !isAlive(pid)), OLD_ENDS_GONE_WITHIN_MS + 5000, 100);
+  const oldGoneMs = Date.now() - killedAt;
+  assert.ok(oldGoneMs <= OLD_ENDS_GONE_WITHIN_MS, `the dead run's engines ended after ${oldGoneMs} ms`);
+  // Given up for its lease, not at the deadline (whichever end notices first ends the flow;
+  // the other may see its peer go before it notices too).
+  assert.ok([sender, receiver].some((agent) => /the run lost its interface lease/.test(agent.output())), 'an end gave the dead run up for its lease');
+
+  // The next coordinator, as a supervisor would restart it.
+  const restartedAt = Date.now();
+  processes.push(spawnNiclab(['coordinator'], env));
+  const resumed = await waitFor('the run to be made again', async () => {
+    const [run] = (await client.call('listRuns', 'GET', `/v1/jobs/${id}/runs`)).body.items;
+    return run && run.id !== lostRun.id ? run : null;
+  }, RESUMED_WITHIN_MS + 5000, 100);
+  const resumedMs = Date.now() - restartedAt;
+  console.log(`coordinator SIGKILL: the dead run's engines gone ${oldGoneMs} ms after the kill (left alone they would have run ${DURATION_S} s); a coordinator started then resumed the job after ${resumedMs} ms`);
+  assert.ok(resumedMs <= RESUMED_WITHIN_MS, `resumed after ${resumedMs} ms`);
+  assert.equal(resumed.attempt, 2);
+  assert.deepEqual(resumed.earlierAttempts.map((e: { id: string; error: { code: string } }) => [e.id, e.error.code]), [[lostRun.id, 'coordinator_lost']]);
+
+  const { job } = await client.finish(id, (DURATION_S + 30) * 1000);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+  assert.deepEqual(job.progress, { runsDone: 1, runsTotal: 1 });
+  const [run] = job.runs;
+  assert.equal(run.id, resumed.id);
+  assert.equal(run.status, 'succeeded');
+  assert.ok(run.flows[0].bitsPerSecond > 0);
+
+  // Nothing held, nothing running: no lease, no task, no engine.
+  const keys = new Keys(env.NICLAB_PREFIX!);
+  const connection = new Redis(redis.url);
+  try {
+    assert.deepEqual(await connection.keys(`${keys.prefix}:lease:*`), []);
+  } finally {
+    connection.disconnect();
+  }
+  await waitFor('no engine left', () => childPids(sender.pid).length === 0 && childPids(receiver.pid).length === 0, 10_000);
+});
