@@ -1,13 +1,14 @@
 /**
  * History at scale: 10,000 and 100,000 stored run summaries (1,000 per day, so a day's range
- * holds the same number either way). Redis memory per summary, and GET /v1/results over one
- * day (all of it, and filtered by agent) through the real API, median and p99 of 20.
+ * holds the same number either way), stored with their indexes as the job store stores them.
+ * Redis memory per summary, and GET /v1/results through the real API, median and p99 of 20:
+ * one day (all of it, and filtered by agent), one agent over the whole history, and the first
+ * 100 of a schedule.
  */
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
-import { Keys } from '@niclab/shared/keys';
 import type { RunSummary } from '@niclab/shared/results';
 import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { silentLog, testConfig } from '../test/helpers/stack.js';
@@ -42,7 +43,6 @@ async function history(count: number) {
   const redis = await startTestRedis();
   const config = testConfig(redis.url, { prefix: uniquePrefix() });
   const services = createApiServices(config, silentLog);
-  const keys = new Keys(config.prefix);
   try {
     const days = count / PER_DAY;
     const end = Date.now();
@@ -50,14 +50,11 @@ async function history(count: number) {
     const before = Number(/used_memory:(\d+)/.exec(await services.redis.info('memory'))![1]);
     let bytes = 0;
     for (let i = 0; i < count; i += 1000) {
-      const pipeline = services.redis.pipeline();
-      for (let j = i; j < Math.min(count, i + 1000); j++) {
-        const at = start + (j + 0.5) * (DAY_MS / PER_DAY);
-        const json = JSON.stringify(summary(j, at));
-        bytes += json.length;
-        pipeline.zadd(keys.results, at, json);
-      }
-      await pipeline.exec();
+      const batch: RunSummary[] = [];
+      for (let j = i; j < Math.min(count, i + 1000); j++) batch.push(summary(j, start + (j + 0.5) * (DAY_MS / PER_DAY)));
+      bytes += batch.reduce((sum, s) => sum + JSON.stringify(s).length, 0);
+      // As the job store adds them: the summary and its indexes.
+      await services.store.results.addSummaries(batch);
     }
     const after = Number(/used_memory:(\d+)/.exec(await services.redis.info('memory'))![1]);
     const server = createApp(services).listen(0, '127.0.0.1');
@@ -79,8 +76,12 @@ async function history(count: number) {
     };
     const day = await timed(new URLSearchParams({ from, to, limit: '10000' }).toString());
     const byAgent = await timed(new URLSearchParams({ from, to, agent: 'host0500', limit: '10000' }).toString());
+    // One link's whole history, as a Grafana panel over the full retention asks for it.
+    const whole = { from: new Date(start).toISOString(), to: new Date(end).toISOString(), limit: '10000' };
+    const agentAllTime = await timed(new URLSearchParams({ ...whole, agent: 'host0500' }).toString());
+    const scheduleAllTime = await timed(new URLSearchParams({ ...whole, schedule: 'nightly', limit: '100' }).toString());
     server.close();
-    return { summaries: count, days, memoryPerSummaryBytes: Math.round((after - before) / count), jsonPerSummaryBytes: Math.round(bytes / count), day, byAgent };
+    return { summaries: count, days, memoryPerSummaryBytes: Math.round((after - before) / count), jsonPerSummaryBytes: Math.round(bytes / count), day, byAgent, agentAllTime, scheduleAllTime };
   } finally {
     await services.close();
     await redis.stop();
@@ -90,8 +91,13 @@ async function history(count: number) {
 const small = await history(10_000);
 const large = await history(100_000);
 for (const h of [small, large]) {
-  console.log(`${h.summaries} summaries: ${h.memoryPerSummaryBytes} B of Redis memory each (${h.jsonPerSummaryBytes} B of JSON); a day (${h.day.items}) in ${h.day.medianMs} ms median, ${h.day.p99Ms} ms p99; one agent's day (${h.byAgent.items}) in ${h.byAgent.medianMs} ms`);
+  console.log(`${h.summaries} summaries: ${h.memoryPerSummaryBytes} B of Redis memory each (${h.jsonPerSummaryBytes} B of JSON); a day (${h.day.items}) in ${h.day.medianMs} ms median, ${h.day.p99Ms} ms p99; one agent's day (${h.byAgent.items}) in ${h.byAgent.medianMs} ms; one agent over all ${h.days} days (${h.agentAllTime.items}) in ${h.agentAllTime.medianMs} ms median, ${h.agentAllTime.p99Ms} ms p99; the first 100 of a schedule in ${h.scheduleAllTime.medianMs} ms`);
 }
-const growth = { dayQueryRatio: round(large.day.medianMs / small.day.medianMs), memoryPerSummaryRatio: round(large.memoryPerSummaryBytes / small.memoryPerSummaryBytes) };
-console.log(`growth 10x: a day's query x${growth.dayQueryRatio}, memory per summary x${growth.memoryPerSummaryRatio}`);
+const growth = {
+  dayQueryRatio: round(large.day.medianMs / small.day.medianMs),
+  memoryPerSummaryRatio: round(large.memoryPerSummaryBytes / small.memoryPerSummaryBytes),
+  // Ten times the summaries, ten times the matches: per match it should stay flat.
+  agentAllTimePerMatchRatio: round(large.agentAllTime.medianMs / large.agentAllTime.items / (small.agentAllTime.medianMs / small.agentAllTime.items)),
+};
+console.log(`growth 10x: a day's query x${growth.dayQueryRatio}, memory per summary x${growth.memoryPerSummaryRatio}, one agent's whole history per match x${growth.agentAllTimePerMatchRatio}`);
 console.log(`written ${await writeResult('history', { perDay: PER_DAY, queries: QUERIES, small, large, growth })}`);

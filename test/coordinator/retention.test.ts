@@ -50,4 +50,5 @@ test('retention: beyond NICLAB_RETENTION_JOBS the oldest finished jobs go, past 
   // Nothing of the deleted jobs is left in Redis but the run summaries' history (now empty) and counters.
   const keys = await stack.services.redis.keys(`${stack.config.prefix}:run*`);
   assert.deepEqual(keys, []);
+  assert.deepEqual(await stack.services.redis.keys(`${stack.config.prefix}:history:*`), [], 'the history and its indexes are empty');
 });

@@ -74,6 +74,8 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
+    const moved = await this.store.results.migrate();
+    if (moved > 0) this.log.info({ summaries: moved }, 'history moved to the indexed layout');
     await this.subscriber.subscribe(this.keys.cancelChannel);
     this.subscriber.on('message', (_channel: string, text: string) => {
       try {

@@ -26,8 +26,16 @@ export class Keys {
   get statsRuns(): string { return `${this.prefix}:stats:runs`; }
   /** A histogram's cumulative bucket counts (by `le`), `sum` and `count`. */
   statsHistogram(name: string): string { return `${this.prefix}:stats:histogram:${name}`; }
-  /** Run summaries by end time (score: epoch ms). */
-  get results(): string { return `${this.prefix}:results`; }
+  /** Run summaries by end time (score: epoch ms), as JSON members: the layout before history indexes, read once to move it. */
+  get legacyResults(): string { return `${this.prefix}:results`; }
+  /** Run ids by end time (score: epoch ms): the whole history. */
+  get history(): string { return `${this.prefix}:history:runs`; }
+  /** Run id -> its summary's JSON. */
+  get historyData(): string { return `${this.prefix}:history:data`; }
+  /** Run ids by end time for one agent (either end of any flow) or one schedule. */
+  historyIndex(kind: 'agent' | 'schedule', value: string): string { return `${this.prefix}:history:${kind}:${value}`; }
+  /** The names of every history index, so retention can trim them all. */
+  get historyIndexes(): string { return `${this.prefix}:history:indexes`; }
   /** The last result of every measured link, by its labels. */
   get links(): string { return `${this.prefix}:links`; }
 

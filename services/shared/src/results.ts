@@ -1,12 +1,12 @@
 /**
- * The history of run summaries: one compact JSON per finished run in a sorted set by end
- * time, kept longer than the runs themselves (no intervals, no diagnostics), for scripts and
- * Grafana.
+ * The history of run summaries: one compact JSON per finished run, indexed by end time, kept
+ * longer than the runs themselves (no intervals, no diagnostics), for scripts and Grafana.
  */
 import type { Redis } from 'ioredis';
 import type { Job, Run } from './contract.js';
 import type { components } from './generated/openapi.js';
 import type { Keys } from './keys.js';
+import { defineScript, type Script } from './redis.js';
 
 export type RunSummary = components['schemas']['RunSummary'];
 
@@ -53,12 +53,54 @@ export interface ResultQuery {
   limit: number;
 }
 
+/** Trims one index to the retention and forgets it once empty, in one step (an add between the two would otherwise be lost to retention). */
+const TRIM_INDEX = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], KEYS[1]) end
+return 0
+`;
+
+/** Reads of a range go this many ids at a time, so no query loads a whole history at once. */
+const PAGE = 1000;
+
+/**
+ * The history: each summary's JSON once (a hash by run id), and its run id in sorted sets by
+ * end time: the whole history, one per agent and one per schedule, so a query for an agent
+ * (or one of its interfaces) or a schedule reads only those runs, however long the history is.
+ */
 export class Results {
-  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+  private readonly trimIndex: Script;
+
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {
+    this.trimIndex = defineScript(redis, 'niclabTrimHistoryIndex', TRIM_INDEX);
+  }
 
   async add(job: Job, run: Run): Promise<void> {
-    const summary = summarizeRun(job, run);
-    await this.redis.zadd(this.keys.results, Date.parse(summary.finishedAt), JSON.stringify(summary));
+    await this.addSummaries([summarizeRun(job, run)]);
+  }
+
+  /** Stores summaries with their indexes, each atomically. */
+  async addSummaries(summaries: RunSummary[]): Promise<void> {
+    const multi = this.redis.multi();
+    for (const summary of summaries) {
+      const at = Date.parse(summary.finishedAt);
+      const indexes = this.indexesOf(summary);
+      multi.hset(this.keys.historyData, summary.runId, JSON.stringify(summary)).zadd(this.keys.history, at, summary.runId);
+      for (const key of indexes) multi.zadd(key, at, summary.runId);
+      if (indexes.length > 0) multi.sadd(this.keys.historyIndexes, ...indexes);
+    }
+    await multi.exec();
+  }
+
+  private indexesOf(summary: RunSummary): string[] {
+    const keys = new Set<string>();
+    for (const flow of summary.flows) {
+      for (const end of [flow.src, flow.dst]) {
+        keys.add(this.keys.historyIndex('agent', end.agent));
+      }
+    }
+    if (summary.labels.schedule) keys.add(this.keys.historyIndex('schedule', summary.labels.schedule));
+    return [...keys];
   }
 
   /** Oldest first within [from, to] (epoch ms), filtered; at most `limit`, and whether more matched. */
@@ -71,22 +113,52 @@ export class Results {
       (!q.agent && !q.interface
         ? true
         : s.flows.some((f) => [f.src, f.dst].some((e) => (!q.agent || e.agent === q.agent) && (!q.interface || e.interface === q.interface))));
-    // Pages through the time range so that filters never load it all at once.
-    const page = 1000;
-    for (let offset = 0; ; offset += page) {
-      const members = await this.redis.zrangebyscore(this.keys.results, q.from, q.to, 'LIMIT', offset, page);
-      for (const member of members) {
-        const summary = JSON.parse(member) as RunSummary;
+    // The narrowest index that holds every match; the filter then checks the rest (an agent's
+    // interface is read from the agent's index: a host has few, and a third index per run
+    // would cost more memory than the filter costs time).
+    const source =
+      q.agent ? this.keys.historyIndex('agent', q.agent)
+      : q.schedule ? this.keys.historyIndex('schedule', q.schedule)
+      : this.keys.history;
+    for (let offset = 0; ; offset += PAGE) {
+      const ids = await this.redis.zrangebyscore(source, q.from, q.to, 'LIMIT', offset, PAGE);
+      const texts = ids.length > 0 ? await this.redis.hmget(this.keys.historyData, ...ids) : [];
+      for (const text of texts) {
+        if (!text) continue; // expired between the two reads
+        const summary = JSON.parse(text) as RunSummary;
         if (!matches(summary)) continue;
         if (items.length === q.limit) return { items, truncated: true };
         items.push(summary);
       }
-      if (members.length < page) return { items, truncated: false };
+      if (ids.length < PAGE) return { items, truncated: false };
     }
   }
 
-  /** Drops summaries that ended before `cutoff` (epoch ms); returns how many. */
+  /** Drops summaries that ended before `cutoff` (epoch ms), and their index entries; returns how many. */
   async expire(cutoff: number): Promise<number> {
-    return this.redis.zremrangebyscore(this.keys.results, '-inf', `(${cutoff}`);
+    let dropped = 0;
+    for (;;) {
+      const ids = await this.redis.zrangebyscore(this.keys.history, '-inf', `(${cutoff}`, 'LIMIT', 0, PAGE);
+      if (ids.length === 0) break;
+      await this.redis.multi().hdel(this.keys.historyData, ...ids).zrem(this.keys.history, ...ids).exec();
+      dropped += ids.length;
+    }
+    for (const key of await this.redis.smembers(this.keys.historyIndexes)) await this.trimIndex([key, this.keys.historyIndexes], `(${cutoff}`);
+    return dropped;
+  }
+
+  /**
+   * Moves summaries stored in the layout before history indexes (JSON members of one sorted
+   * set) into this one. Safe to run from several coordinators at once: adding twice is harmless.
+   */
+  async migrate(): Promise<number> {
+    let moved = 0;
+    for (;;) {
+      const members = await this.redis.zrange(this.keys.legacyResults, 0, PAGE - 1);
+      if (members.length === 0) return moved;
+      await this.addSummaries(members.map((member) => JSON.parse(member) as RunSummary));
+      await this.redis.zrem(this.keys.legacyResults, ...members);
+      moved += members.length;
+    }
   }
 }
