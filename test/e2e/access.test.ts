@@ -49,6 +49,10 @@ test('with a policy file the CLI needs a token with the scope: none fails, read 
   assert.equal(job.owner, 'runner');
 });
 
+test('tokens served beyond loopback without TLS start, with a warning that they cross the network in clear text', () => {
+  assert.match(niclab.api.output(), /"host":"0\.0\.0\.0".*tokens cross the network in clear text: set NICLAB_TLS_CERT_FILE and NICLAB_TLS_KEY_FILE/);
+});
+
 test('an invalid policy file, or none beyond loopback, stops the API at start with the reason', async () => {
   const bad = join(dir, 'bad.yaml');
   writeFileSync(bad, 'tokens: [{ name: x, sha256: nothex, scopes: [read] }]\n');

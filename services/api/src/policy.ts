@@ -102,6 +102,8 @@ const VARIABLE = 'NICLAB_POLICY_FILE';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
+export const isLoopback = (host: string): boolean => LOOPBACK.test(host);
+
 /**
  * The policy the API serves with. Without a policy file it is open to anyone, which is only
  * allowed on loopback unless NICLAB_AUTH=none says so: an API reachable from the lab network
@@ -110,7 +112,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 export function apiPolicy(config: Pick<Config, 'policyFile' | 'authNone' | 'host'>): Policy {
   if (config.policyFile && config.authNone) throw new ConfigError('NICLAB_AUTH', 'is "none" but NICLAB_POLICY_FILE is set too; choose one');
   if (config.policyFile) return loadPolicy(config.policyFile);
-  if (config.authNone || LOOPBACK.test(config.host)) return OPEN_POLICY;
+  if (config.authNone || isLoopback(config.host)) return OPEN_POLICY;
   throw new ConfigError(VARIABLE, `is not set and the API would listen on ${config.host}, beyond this host: set a policy file (see README, "Access"), or NICLAB_AUTH=none to let anyone who reaches it run jobs`);
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
-import { apiPolicy, newToken, SCOPES, TOKEN_NAME, type Policy, type Scope } from '@niclab/api/policy';
+import { apiPolicy, isLoopback, newToken, SCOPES, TOKEN_NAME, type Policy, type Scope } from '@niclab/api/policy';
+import { apiTls, type TlsFiles } from '@niclab/api/tls';
 import { createApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
@@ -35,18 +37,23 @@ ${CLIENT_USAGE}
 Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
 NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_LOG_LEVEL,
 NICLAB_DATA_DIR, NICLAB_COORDINATOR, NICLAB_RETENTION_DAYS, NICLAB_RETENTION_JOBS,
-NICLAB_RESULTS_RETENTION_DAYS, NICLAB_POLICY_FILE, NICLAB_AUTH, NICLAB_AGENT_LABELS, NICLAB_API,
-NICLAB_TOKEN. See README.md.`;
+NICLAB_RESULTS_RETENTION_DAYS, NICLAB_POLICY_FILE, NICLAB_AUTH, NICLAB_TLS_CERT_FILE,
+NICLAB_TLS_KEY_FILE, NICLAB_AGENT_LABELS, NICLAB_API, NICLAB_TOKEN. See README.md.`;
 
 type Stopper = () => Promise<void>;
 
-async function listen(config: Config & { redisUrl: string }, policy: Policy, log: Logger, stoppers: Stopper[]): Promise<void> {
+async function listen(config: Config & { redisUrl: string }, policy: Policy, tls: TlsFiles | null, log: Logger, stoppers: Stopper[]): Promise<void> {
   const services = createApiServices(config, log, policy);
   services.schedules.start(log);
-  const server: Server = createApp(services).listen(config.port, config.host);
+  const app = createApp(services);
+  const server: Server = tls ? createHttpsServer(tls, app) : createHttpServer(app);
+  server.listen(config.port, config.host);
   await once(server, 'listening');
   const address = server.address();
-  log.info({ url: `http://${config.host}:${typeof address === 'object' && address ? address.port : config.port}` }, 'api listening');
+  log.info({ url: `${tls ? 'https' : 'http'}://${config.host}:${typeof address === 'object' && address ? address.port : config.port}` }, 'api listening');
+  if (!tls && policy.tokens.length > 0 && !isLoopback(config.host)) {
+    log.warn({ host: config.host }, 'tokens cross the network in clear text: set NICLAB_TLS_CERT_FILE and NICLAB_TLS_KEY_FILE, or put a TLS proxy in front');
+  }
   stoppers.push(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -107,6 +114,7 @@ async function main(argv: string[]): Promise<void> {
   // Read once, here: a policy the API could not serve with stops the start before anything
   // (a private Redis) runs.
   const policy = command === 'start' || command === 'api' ? apiPolicy(base) : null;
+  const tls = policy ? apiTls(base) : null;
   if (command === 'lab') {
     process.exitCode = await labCommand(positionals[1], values, base);
     return;
@@ -144,7 +152,7 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  if (policy) await listen(config, policy, log.child({ role: 'api' }), stoppers);
+  if (policy) await listen(config, policy, tls, log.child({ role: 'api' }), stoppers);
   if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
   if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
 }

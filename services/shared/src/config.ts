@@ -34,6 +34,9 @@ export interface Config {
   readonly policyFile: string | undefined;
   /** NICLAB_AUTH=none: serve without a policy file beyond loopback, knowingly. */
   readonly authNone: boolean;
+  /** NICLAB_TLS_CERT_FILE and NICLAB_TLS_KEY_FILE (PEM): the API serves HTTPS with them; both or neither. */
+  readonly tlsCertFile: string | undefined;
+  readonly tlsKeyFile: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -125,7 +128,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     token: env.NICLAB_TOKEN || undefined,
     policyFile: env.NICLAB_POLICY_FILE ? resolve(env.NICLAB_POLICY_FILE) : undefined,
     authNone: oneOf(env, 'NICLAB_AUTH', 'policy', ['policy', 'none']) === 'none',
+    tlsCertFile: env.NICLAB_TLS_CERT_FILE ? resolve(env.NICLAB_TLS_CERT_FILE) : undefined,
+    tlsKeyFile: env.NICLAB_TLS_KEY_FILE ? resolve(env.NICLAB_TLS_KEY_FILE) : undefined,
     ...overrides,
   };
+  if (!config.tlsCertFile !== !config.tlsKeyFile) {
+    const missing = config.tlsCertFile ? 'NICLAB_TLS_KEY_FILE' : 'NICLAB_TLS_CERT_FILE';
+    throw new ConfigError(missing, `is not set, but ${missing === 'NICLAB_TLS_KEY_FILE' ? 'NICLAB_TLS_CERT_FILE' : 'NICLAB_TLS_KEY_FILE'} is: HTTPS needs both the certificate and its key`);
+  }
   return Object.freeze(config);
 }

@@ -19,8 +19,12 @@ export class Api {
     try {
       res = await fetch(new URL(path, this.base), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-      throw new ClientError(`cannot reach the niclab API at ${this.base} (${cause}); is it running? (--api URL or NICLAB_API)`);
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const code = cause?.code ?? (error as Error).message;
+      if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
+        throw new ClientError(`the niclab API at ${this.base} has a certificate this machine does not trust (${code}: ${cause?.message ?? ''}); give its CA certificate with NODE_EXTRA_CA_CERTS=FILE`);
+      }
+      throw new ClientError(`cannot reach the niclab API at ${this.base} (${code}); is it running? (--api URL or NICLAB_API)`);
     }
     if (res.ok) return res;
     const text = await res.text();
