@@ -1,10 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
-import type { JobStore } from '@niclab/shared/job-store';
 import type { Keys } from '@niclab/shared/keys';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
-import { defineScript } from '@niclab/shared/redis';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
 /** What an operation of openapi.yaml needs (`x-niclab-scope`). */
@@ -62,7 +60,7 @@ function limitError(field: string, rule: string, message: string): HttpProblem {
 /**
  * Checks a spec against the principal's limits; throws 422 (a size over a limit) or 403 (an
  * agent or interface the token may not use) naming the rule. How many jobs a token may have
- * at once is taken when the job is made (`reserveJobPlace`).
+ * at once is checked as the job is created (`JobStore.createWithin`).
  */
 export function checkLimits(
   spec: JobSpec,
@@ -109,35 +107,4 @@ export function checkLimits(
     }
   });
   if (denied.length > 0) throw new HttpProblem(403, 'forbidden', 'The job uses agents or interfaces this token may not use.', denied, { rule: 'agents' });
-}
-
-/** Adds the job to its owner's active set only while the set is under the limit: one step, so racing submissions cannot both take the last place. */
-const RESERVE = `
-local active = redis.call('SCARD', KEYS[1])
-if active >= tonumber(ARGV[2]) then return active end
-redis.call('SADD', KEYS[1], ARGV[1])
-return -1
-`;
-
-/**
- * Takes one of the principal's `maxConcurrentJobs` places for job `id` (the job store adds it
- * to the same set when it creates the job), or throws 403 naming the rule. Finished jobs leave
- * the set first; a job that is then not created must give its place back (`releaseJobPlace`).
- */
-export async function reserveJobPlace(id: string, principal: Principal, deps: { store: JobStore; redis: Redis; keys: Keys }): Promise<void> {
-  const limit = principal.limits.maxConcurrentJobs;
-  if (limit === undefined) return;
-  const key = deps.keys.ownerActive(principal.name);
-  const ids = await deps.redis.smembers(key);
-  const statuses = await Promise.all(ids.map((member) => deps.store.status(member)));
-  const finished = ids.filter((_, i) => statuses[i] !== 'queued' && statuses[i] !== 'running');
-  if (finished.length > 0) await deps.redis.srem(key, ...finished);
-  const active = await defineScript(deps.redis, 'niclabReserveJobPlace', RESERVE)([key], id, limit);
-  if (active >= 0) {
-    throw new HttpProblem(403, 'forbidden', `Token ${principal.name} has ${active} jobs queued or running; its limit is ${limit}.`, [], { rule: 'maxConcurrentJobs' });
-  }
-}
-
-export async function releaseJobPlace(id: string, owner: string, deps: { redis: Redis; keys: Keys }): Promise<void> {
-  await deps.redis.srem(deps.keys.ownerActive(owner), id);
 }

@@ -3,8 +3,9 @@ import { bindAddress, isUsable } from '@niclab/agent/interfaces';
 import { randomUUID } from 'node:crypto';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
 import { planRuns } from '@niclab/shared/plan';
+import { HttpProblem } from '@niclab/shared/problem';
 import { tuningErrors } from '@niclab/shared/tuning-rules';
-import { checkLimits, releaseJobPlace, reserveJobPlace } from './access.js';
+import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 import type { ApiServices } from './services.js';
 
@@ -98,13 +99,10 @@ export async function submitJob(
   if (errors.length > 0) return { errors, spec };
   const id = randomUUID();
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
-  if ('principal' in owner) await reserveJobPlace(id, owner.principal, services);
-  let job: Job;
-  try {
-    job = await store.create(id, spec, planRuns(spec).length, ownerName);
-  } catch (error) {
-    await releaseJobPlace(id, ownerName, services).catch(() => undefined);
-    throw error;
+  const maxActive = 'principal' in owner ? owner.principal.limits.maxConcurrentJobs : undefined;
+  const job = await store.createWithin(id, spec, planRuns(spec).length, ownerName, maxActive);
+  if ('active' in job) {
+    throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });
   }
   try {
     // A coordinator that fails on an unexpected error (Redis gone for longer than its patience)

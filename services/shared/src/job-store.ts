@@ -25,6 +25,29 @@ end
 return 1
 `;
 
+/**
+ * Creates a job (its hash, the indexes, its owner's active set) in one step. With a limit
+ * (ARGV[3]), the owner's active set is pruned of jobs no longer queued or running (or gone)
+ * and the job is created only while fewer than the limit remain; otherwise it returns that
+ * count and writes nothing. Returns -1 when created.
+ */
+const CREATE = `
+local limit = tonumber(ARGV[3])
+if limit then
+  local active = 0
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+    local status = redis.call('HGET', ARGV[2] .. id, 'status')
+    if status == 'queued' or status == 'running' then active = active + 1 else redis.call('SREM', KEYS[4], id) end
+  end
+  if active >= limit then return active end
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[4])
+return -1
+`;
+
 export interface JobPatch {
   startedAt?: string;
   finishedAt?: string;
@@ -35,6 +58,7 @@ export interface JobPatch {
 /** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
 export class JobStore {
   private readonly transitionScript: Script;
+  private readonly createScript: Script;
   /** Every start and end is counted for /metrics here, where every transition passes. */
   readonly stats: Stats;
   /** Every finished run's summary, for the history (/v1/results). */
@@ -42,23 +66,33 @@ export class JobStore {
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {
     this.transitionScript = defineScript(redis, 'niclabTransition', TRANSITION);
+    this.createScript = defineScript(redis, 'niclabCreateJob', CREATE);
     this.stats = new Stats(redis, keys);
     this.results = new Results(redis, keys);
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, owner = 'anonymous', now = new Date()): Promise<Job> {
+    const created = await this.createWithin(id, spec, runsTotal, owner, undefined, now);
+    return created as Job;
+  }
+
+  /**
+   * Creates the job only while its owner has fewer than `maxActive` jobs queued or running,
+   * checked and created in one step (racing submissions never both take the last place);
+   * otherwise returns how many it has. Without `maxActive`, always creates.
+   */
+  async createWithin(id: string, spec: JobSpec, runsTotal: number, owner: string, maxActive: number | undefined, now = new Date()): Promise<Job | { active: number }> {
     const createdAt = now.toISOString();
     const member = `${String(now.getTime()).padStart(15, '0')}:${id}`;
-    await this.redis
-      .multi()
-      .hset(this.keys.job(id), {
-        id, status: 'queued', spec: JSON.stringify(spec), owner, createdAt, startedAt: '', finishedAt: '',
-        runsDone: 0, runsTotal, error: '', waitingFor: '', member,
-      })
-      .zadd(this.keys.jobIndex(), 0, member)
-      .zadd(this.keys.jobIndex('queued'), 0, member)
-      .sadd(this.keys.ownerActive(owner), id)
-      .exec();
+    const fields = {
+      id, status: 'queued', spec: JSON.stringify(spec), owner, createdAt, startedAt: '', finishedAt: '',
+      runsDone: 0, runsTotal, error: '', waitingFor: '', member,
+    };
+    const active = await this.createScript(
+      [this.keys.job(id), this.keys.jobIndex(), this.keys.jobIndex('queued'), this.keys.ownerActive(owner)],
+      member, this.keys.job(''), maxActive ?? '', id, ...Object.entries(fields).flat(),
+    );
+    if (active >= 0) return { active };
     return { id, status: 'queued', spec, owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
   }
 
