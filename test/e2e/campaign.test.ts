@@ -58,9 +58,10 @@ test('a 2 x 3 sweep x 3 repeats is 18 runs, and the report equals a recomputatio
 });
 
 test('adaptive repetition stops a point when its interval is tight enough, or at max, and says which', async () => {
-  const loose = await client.succeed({ duration: 0.5, interval: 0.5, repeat: { min: 3, max: 6, halfWidthPercent: 99 }, flows: [loop] }, 120_000);
-  assert.deepEqual(loose.spec.repeat, { min: 3, max: 6, confidence: 0.95, halfWidthPercent: 99 }, 'the stored job shows the defaults');
-  // Three runs of loopback vary by far less than 99% of their mean at 95% confidence (t = 4.3).
+  // At 50% confidence (t = 0.82 for three runs) any three positive throughputs are within 99%
+  // of their mean (a coefficient of variation can be at most 1.73 with three): this is about
+  // stopping, not about how steady loopback is on a busy machine (at 95% it failed once on CI).
+  const loose = await client.succeed({ duration: 0.5, interval: 0.5, repeat: { min: 3, max: 6, confidence: 0.5, halfWidthPercent: 99 }, flows: [loop] }, 120_000);
   assert.equal(loose.runs.length, 3);
   assert.deepEqual(loose.progress, { runsDone: 3, runsTotal: 3 }, 'the total shrinks to what was needed');
   const looseReport = (await client.call('getReport', 'GET', `/v1/jobs/${loose.id}/report`)).body;
@@ -68,6 +69,7 @@ test('adaptive repetition stops a point when its interval is tight enough, or at
   assert.ok(looseReport.points[0].halfWidthPercent <= 99);
 
   const strict = await client.succeed({ duration: 0.5, interval: 0.5, repeat: { min: 2, max: 3, halfWidthPercent: 0.0001 }, flows: [loop] }, 120_000);
+  assert.deepEqual(strict.spec.repeat, { min: 2, max: 3, confidence: 0.95, halfWidthPercent: 0.0001 }, 'the stored job shows the defaults');
   assert.equal(strict.runs.length, 3);
   const strictReport = (await client.call('getReport', 'GET', `/v1/jobs/${strict.id}/report`)).body;
   assert.equal(strictReport.points[0].stoppedBy, 'max');
