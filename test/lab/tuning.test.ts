@@ -64,6 +64,32 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
     }
   });
 
+  test('a run with tuned sysctls has its hosts to itself: a job on another interface of the same host waits for it and never overlaps', async () => {
+    const t = await startTestLab(2, '100mbit');
+    try {
+      const tuned = await t.client.submit({ engine: 'builtin', duration: 2, repeat: 2, tuning: { sysctl: TUNING.sysctl }, flows: [flow('A', 'B')] });
+      assert.equal(tuned.status, 202, JSON.stringify(tuned.body));
+      await waitFor('the tuned job to run', async () => (await t.client.job(tuned.body.id)).body.status === 'running', 15_000, 50);
+      // A's loopback is not an interface the tuned job names, but the sysctl it changed is A's.
+      const other = await t.client.submit({ engine: 'builtin', duration: 1, flows: [{ from: { agent: 'A', interface: 'lo' }, to: { agent: 'A', interface: 'lo' } }] });
+      assert.equal(other.status, 202, JSON.stringify(other.body));
+      const waiting = await waitFor('the other job to wait for host A', async () => (await t.client.job(other.body.id)).body.waitingFor, 10_000, 50);
+      assert.match(waiting[0], /^A:/);
+
+      const [{ job: a }, { job: b }] = await Promise.all([t.client.finish(tuned.body.id, 60_000), t.client.finish(other.body.id, 60_000)]);
+      assert.equal(a.status, 'succeeded');
+      assert.equal(b.status, 'succeeded');
+      const window = (run: { startedAt: string; finishedAt: string }) => [Date.parse(run.startedAt), Date.parse(run.finishedAt)] as const;
+      for (const run of a.runs) {
+        const [start, end] = window(run);
+        const [otherStart, otherEnd] = window(b.runs[0]);
+        assert.ok(otherEnd <= start || otherStart >= end, `the other run (${b.runs[0].startedAt}..${b.runs[0].finishedAt}) overlapped a tuned one (${run.startedAt}..${run.finishedAt})`);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
   test('an agent SIGKILLed mid-run restores the tuning when it starts again, before it takes work', async () => {
     const t: TestLab = await startTestLab(2, 'none');
     try {

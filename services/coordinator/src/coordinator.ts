@@ -3,7 +3,7 @@ import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry, MISSED_HEARTBEATS } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
-import { TERMINAL_STATUSES, type ErrorInfo, type Job, type Run } from '@niclab/shared/contract';
+import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/contract';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/leases';
@@ -147,7 +147,6 @@ export class Coordinator {
       // again, and the lost attempt is kept in the new one's record.
       const interrupted = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
       let failed = [...done.values()].filter((r) => r.status === 'failed');
-      const targets: LeaseTarget[] = job.spec.flows.flatMap((f) => [f.from, f.to]);
       log.info({ runs: planned.length, resumedAt: done.size, ...(interrupted.size > 0 ? { interruptedRuns: [...interrupted.keys()] } : {}) }, 'job started');
       // Where each point stands (adaptive repetition), recomputed only when a run has ended.
       const standing = () => pointStates(job.spec, [...done.values()].filter((r) => r.status !== 'canceled'));
@@ -166,6 +165,7 @@ export class Coordinator {
         let run: Run | null = null;
         for (;;) {
           const runId = randomUUID();
+          const targets = await this.leaseTargets(job.spec);
           if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
           try {
             // A job waiting for its first run's leases is still queued; it runs once it holds them.
@@ -208,6 +208,19 @@ export class Coordinator {
     } finally {
       this.active.delete(jobId);
     }
+  }
+
+  /**
+   * The interfaces a run leases: both ends of every flow. Tuned sysctls change a whole host
+   * (its network namespace), so a run with them also leases every interface of each agent it
+   * involves: no other run on those hosts overlaps it, before or after.
+   */
+  private async leaseTargets(spec: JobSpec): Promise<LeaseTarget[]> {
+    const ends: LeaseTarget[] = spec.flows.flatMap((f) => [f.from, f.to]);
+    if (Object.keys(spec.tuning?.sysctl ?? {}).length === 0) return ends;
+    const agents = [...new Set(ends.map((end) => end.agent))];
+    const records = await Promise.all(agents.map((id) => this.registry.get(id)));
+    return [...ends, ...records.flatMap((agent, i) => (agent?.interfaces ?? []).map((iface) => ({ agent: agents[i]!, interface: iface.name })))];
   }
 
   /** Waits until the run holds a lease on every interface it touches; false when the job was canceled first. */
