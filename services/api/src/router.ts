@@ -5,7 +5,6 @@ import { HttpProblem } from '@niclab/shared/problem';
 import { admit, type OperationScope } from './access.js';
 import type { Handler, Reply } from './handler.js';
 import type { ApiServices } from './services.js';
-import type { Principal } from './policy.js';
 
 interface CompiledOperation {
   operationId: string;
@@ -39,7 +38,7 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
   const router = express.Router({ strict: true });
   // Only operations that take a body parse one; elsewhere a body is ignored, as HTTP allows.
   const json = express.json({ limit: services.config.bodyLimitBytes, type: JSON_TYPES });
-  const noBody = (_req: Request, _res: Response, next: NextFunction) => next();
+  const parseBody = (req: Request, res: Response) => new Promise<void>((resolve, reject) => json(req, res, (error?: unknown) => (error ? reject(error) : resolve())));
 
   for (const [path, item] of Object.entries(doc.paths)) {
     const expressPath = path.replace(/\{(\w+)\}/g, ':$1');
@@ -65,19 +64,12 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
         body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
         bodyRequired: op.requestBody?.required ?? false,
       };
-      // Who is asking is settled before a body is read: an unknown caller's body is never parsed.
-      const admission = async (req: Request, res: Response, next: NextFunction) => {
+      router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
         res.locals.route = path;
         try {
-          res.locals.principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
-          next();
-        } catch (error) {
-          next(error);
-        }
-      };
-      router[method](expressPath, admission, op.requestBody ? json : noBody, async (req: Request, res: Response, next: NextFunction) => {
-        try {
-          const principal = res.locals.principal as Principal;
+          // Who is asking is settled before a body is read: an unknown caller's body is never parsed.
+          const principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
+          if (op.requestBody) await parseBody(req, res);
           const reply = await handler({ ...validate(compiled, req), principal }, services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
           if (reply.events) await streamEvents(res, reply.events);
