@@ -190,7 +190,9 @@ export interface paths {
          * The history of run summaries, oldest first, for scripts and Grafana
          * @description One summary per finished run (no intervals or diagnostics), kept longer than the runs
          *     themselves (`NICLAB_RESULTS_RETENTION_DAYS`). `agent` and `interface` match either end of
-         *     any flow; `label` is `key=value` of the job's labels.
+         *     any flow; `label` is `key=value` of the job's labels. `agent` (with or without
+         *     `interface`) and `schedule` are indexed: they read only those runs, however long the
+         *     history; `interface` alone and `label` read the whole range they are given.
          */
         get: operations["listResults"];
         put?: never;
