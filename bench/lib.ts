@@ -8,7 +8,6 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { command } from '@niclab/shared/command';
-import type { LabHost } from '@niclab/cli/lab/lab';
 import { waitFor } from '../test/helpers/processes.js';
 import { freePort } from '../test/helpers/redis.js';
 
@@ -66,33 +65,4 @@ export async function writeResult(name: string, figures: Record<string, unknown>
   return file;
 }
 
-function run(argv: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Bare iperf3 between two lab hosts with the given client options; returns the client's JSON. */
-export async function bareIperf3(from: LabHost, to: LabHost, seconds: number, options: string[] = []): Promise<any> {
-  const port = await freePort();
-  const server = run(['ip', 'netns', 'exec', to.namespace, 'iperf3', '-s', '-1', '-B', to.address, '-p', String(port), '--json', '--idle-timeout', String(seconds + 30)], (seconds + 40) * 1000);
-  const deadline = Date.now() + 5000;
-  while (!(await command('ip', ['netns', 'exec', to.namespace, 'ss', '-Hltn', `sport = :${port}`])).trim()) {
-    if (Date.now() > deadline) throw new Error('bare iperf3 server did not listen');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const client = await run(['ip', 'netns', 'exec', from.namespace, 'iperf3', '-c', to.address, '-p', String(port), '-B', from.address, '-t', String(seconds), '--json', ...options], (seconds + 40) * 1000);
-  const serverOut = await server;
-  if (client.code !== 0) throw new Error(`bare iperf3 failed: ${client.stderr || client.stdout.slice(0, 500)}`);
-  return { client: JSON.parse(client.stdout), server: JSON.parse(serverOut.stdout) };
-}
+export { bareIperf3 } from '../test/helpers/lab.js';

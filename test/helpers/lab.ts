@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { labDown, labUp, type LabState } from '@niclab/cli/lab/lab';
+import { spawn } from 'node:child_process';
+import { labDown, labUp, type LabHost, type LabState } from '@niclab/cli/lab/lab';
 import { command } from '@niclab/shared/command';
 import { ApiClient } from './api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
@@ -62,4 +63,35 @@ export async function snmpCounter(namespace: string, protocol: string, name: str
   const column = lines[0]!.split(/\s+/).indexOf(name);
   if (column < 0) throw new Error(`no ${protocol} ${name} in /proc/net/snmp`);
   return Number(lines[1]!.split(/\s+/)[column]);
+}
+
+function run(argv: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Bare iperf3 between two lab hosts (a reference for tests and benchmarks) with the given client options; returns the client's JSON. */
+export async function bareIperf3(from: LabHost, to: LabHost, seconds: number, options: string[] = []): Promise<any> {
+  const port = await freePort();
+  const server = run(['ip', 'netns', 'exec', to.namespace, 'iperf3', '-s', '-1', '-B', to.address, '-p', String(port), '--json', '--idle-timeout', String(seconds + 30)], (seconds + 40) * 1000);
+  const deadline = Date.now() + 5000;
+  while (!(await command('ip', ['netns', 'exec', to.namespace, 'ss', '-Hltn', `sport = :${port}`])).trim()) {
+    if (Date.now() > deadline) throw new Error('bare iperf3 server did not listen');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const client = await run(['ip', 'netns', 'exec', from.namespace, 'iperf3', '-c', to.address, '-p', String(port), '-B', from.address, '-t', String(seconds), '--json', ...options], (seconds + 40) * 1000);
+  const serverOut = await server;
+  if (client.code !== 0) throw new Error(`bare iperf3 failed: ${client.stderr || client.stdout.slice(0, 500)}`);
+  return { client: JSON.parse(client.stdout), server: JSON.parse(serverOut.stdout) };
 }
