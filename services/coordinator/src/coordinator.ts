@@ -42,6 +42,19 @@ const JOB_LOCK_MS = 15_000;
 const JOB_STALLED_CHECK_MS = 5000;
 const JOB_MAX_STALLS = 1000;
 
+/** Waits `ms`, or less when `signal` aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 export interface JobMessage {
   jobId: string;
 }
@@ -166,6 +179,10 @@ export class Coordinator {
         for (;;) {
           const runId = randomUUID();
           const targets = await this.leaseTargets(job.spec);
+          // Jobs that share interfaces take turns run by run: after a run, a job lets one that
+          // waits for the same interfaces go first, so two campaigns submitted together
+          // alternate (A B A B) and a drift of the machine falls on both alike.
+          if (run || done.size > 0) await this.yieldToWaiters(jobId, targets, controller.signal);
           if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
           try {
             // A job waiting for its first run's leases is still queued; it runs once it holds them.
@@ -223,6 +240,12 @@ export class Coordinator {
     return [...ends, ...records.flatMap((agent, i) => (agent?.interfaces ?? []).map((iface) => ({ agent: agents[i]!, interface: iface.name })))];
   }
 
+  /** Gives a job waiting for any of these interfaces the time to take them (its next retry). */
+  private async yieldToWaiters(jobId: string, targets: LeaseTarget[], signal: AbortSignal): Promise<void> {
+    if (signal.aborted || !(await this.leases.othersWaiting(jobId, targets))) return;
+    await sleep(LEASE_RETRY_MS * 2, signal);
+  }
+
   /** Waits until the run holds a lease on every interface it touches; false when the job was canceled first. */
   private async waitForLeases(jobId: string, runId: string, targets: LeaseTarget[], signal: AbortSignal): Promise<boolean> {
     let waitingFor: string | null = null;
@@ -232,20 +255,13 @@ export class Coordinator {
         if (waitingFor) await this.store.setWaiting(jobId, null);
         return true;
       }
+      await this.leases.markWaiting(jobId, blocked.target, LEASE_RETRY_MS * 5);
       const label = `${blocked.target.agent}:${blocked.target.interface}`;
       if (label !== waitingFor) {
         waitingFor = label;
         await this.store.setWaiting(jobId, [label]);
       }
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, LEASE_RETRY_MS);
-        signal.addEventListener('abort', done, { once: true });
-      });
+      await sleep(LEASE_RETRY_MS, signal);
     }
     if (waitingFor) await this.store.setWaiting(jobId, null);
     return false;

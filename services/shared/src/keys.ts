@@ -20,6 +20,8 @@ export class Keys {
 
   /** The lease on one agent's interface; its value is the holding run's id. */
   lease(agentId: string, iface: string): string { return `${this.prefix}:lease:${agentId}:${iface}`; }
+  /** Which job waits for the lease on one agent's interface (refreshed while it waits; short TTL). */
+  leaseWaiter(agentId: string, iface: string): string { return `${this.prefix}:leasewait:${agentId}:${iface}`; }
 
   /** Outcome counts of jobs and of runs, by status. */
   get statsJobs(): string { return `${this.prefix}:stats:jobs`; }

@@ -84,6 +84,17 @@ export class Leases {
     return this.redis.get(this.keys.lease(target.agent, target.interface));
   }
 
+  /** Marks `job` as waiting for `target`, for `ttlMs` (the waiter refreshes it while it waits). */
+  async markWaiting(job: string, target: LeaseTarget, ttlMs: number): Promise<void> {
+    await this.redis.set(this.keys.leaseWaiter(target.agent, target.interface), job, 'PX', ttlMs);
+  }
+
+  /** Whether a job other than `job` is waiting for any of the targets. */
+  async othersWaiting(job: string, targets: LeaseTarget[]): Promise<boolean> {
+    const keys = this.distinct(targets).map((t) => this.keys.leaseWaiter(t.agent, t.interface));
+    return (await this.redis.mget(...keys)).some((waiter) => waiter !== null && waiter !== job);
+  }
+
   async release(holder: string, targets: LeaseTarget[]): Promise<number> {
     return this.releaseScript(this.keyList(targets), holder);
   }
