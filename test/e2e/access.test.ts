@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { loadPolicy, newToken } from '@niclab/api/policy';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { spawnNiclab } from '../helpers/processes.js';
+import { runNiclab, spawnNiclab } from '../helpers/processes.js';
 
-const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'niclab-access-'));
 const runner = newToken();
 const reader = newToken();
@@ -25,14 +22,8 @@ after(async () => {
   await niclab?.stop();
 });
 
-function niclabCli(token: string | undefined, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', NICLAB_API: niclab.client.base };
-  if (token) env.NICLAB_TOKEN = token;
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
+function niclabCli(token: string | undefined, ...args: string[]) {
+  return runNiclab(args, { NICLAB_API: niclab.client.base, ...(token ? { NICLAB_TOKEN: token } : {}) });
 }
 
 test('with a policy file the CLI needs a token with the scope: none fails, read cannot run, run can', async () => {

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { runNiclab } from '../helpers/processes.js';
 
-const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
 let niclab: TestNiclab;
 
 before(async () => {
@@ -16,12 +14,8 @@ after(async () => {
 });
 
 /** `niclab ...` as a user runs it (not a terminal: progress comes as plain lines). */
-function niclabCli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH, NICLAB_API: niclab.client.base }, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
+function niclabCli(...args: string[]) {
+  return runNiclab(args, { NICLAB_API: niclab.client.base }, 120_000);
 }
 
 const loop = ['--from', 'cli:lo', '--to', 'cli:lo'];

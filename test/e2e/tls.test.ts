@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { newToken } from '@niclab/api/policy';
-import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { runNiclab, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 
-const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'niclab-tls-'));
 const runner = newToken();
 const cert = join(dir, 'cert.pem');
@@ -42,13 +40,8 @@ function get(scheme: 'http' | 'https', path: string, ca?: Buffer): Promise<numbe
   });
 }
 
-function niclabCli(extra: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const cliEnv = { PATH: process.env.PATH ?? '', NICLAB_API: `https://127.0.0.1:${port}`, NICLAB_TOKEN: runner.token, ...extra };
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: cliEnv, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
+function niclabCli(extra: Record<string, string>, ...args: string[]) {
+  return runNiclab(args, { NICLAB_API: `https://127.0.0.1:${port}`, NICLAB_TOKEN: runner.token, ...extra });
 }
 
 before(async () => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -41,6 +41,15 @@ export function spawnNiclab(args: string[], env: Record<string, string>, options
       return result;
     },
   };
+}
+
+/** Runs the compiled `niclab` command to its end, as a user at a shell would (only PATH and `env` set). */
+export function runNiclab(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
 }
 
 /** PIDs whose parent is `pid`, read from /proc. */

@@ -24,12 +24,6 @@ export interface CancelMessage {
 
 /** How often a running end checks that its run still holds the lease on its interface. */
 const LEASE_CHECK_MS = 1000;
-/**
- * How long a lease may be missing before the end gives its run up: two of the coordinator's
- * renewals, so a lease Redis lost in a restart (the coordinator takes it back at its next
- * renewal) is not mistaken for a dead coordinator.
- */
-const LEASE_ABSENT_MS = 10_000;
 
 interface Running {
   task: Task;
@@ -148,6 +142,10 @@ export class AgentService {
    */
   private watchLease(task: Task, controller: AbortController): NodeJS.Timeout {
     const target = { agent: this.id, interface: task.interface };
+    // How long a lease may be missing before the end gives its run up: two of the
+    // coordinator's renewals, so a lease Redis lost in a restart (the coordinator takes it
+    // back at its next renewal) is not mistaken for a dead coordinator.
+    const absentLimitMs = 2 * this.leases.renewEveryMs;
     let absentSince: number | null = null;
     let checking = false;
     return setInterval(() => {
@@ -162,9 +160,9 @@ export class AgentService {
           }
           if (holder === null) {
             absentSince ??= Date.now();
-            if (Date.now() - absentSince < LEASE_ABSENT_MS) return;
+            if (Date.now() - absentSince < absentLimitMs) return;
           }
-          const why = holder ? `run ${holder} now holds ${task.interface}` : `nobody renewed the lease on ${task.interface} for ${LEASE_ABSENT_MS / 1000} s`;
+          const why = holder ? `run ${holder} now holds ${task.interface}` : `nobody renewed the lease on ${task.interface} for ${absentLimitMs / 1000} s`;
           this.log.warn({ runId: task.runId, role: task.role, holder }, 'the run lost its interface lease: its coordinator is gone');
           controller.abort({ code: 'coordinator_lost', message: `the run's coordinator stopped renewing its lease (${why})` });
         }, () => undefined) // Redis unreachable: the deadline still bounds the task

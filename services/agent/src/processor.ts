@@ -6,6 +6,7 @@ import type { Logger } from '@niclab/shared/logger';
 import { publishJobEvent } from '@niclab/shared/events';
 import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
 import { taskProblems } from '@niclab/shared/task-check';
+import type { Engine } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
 import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
@@ -45,10 +46,11 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
 
   const problems = taskProblems(task);
   if (problems) return report({ code: 'invalid_task', message: `the agent refused the task: ${problems}` });
-  if (!engineFor(task.engine)) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
+  const engine = engineFor(task.engine);
+  if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
   if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  if (!task.tuning) return measure(task, signal, deps, diagnostics, report, log);
+  if (!task.tuning) return measure(task, engine, signal, deps, diagnostics, report, log);
   if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
   const tuner = deps.tuner;
   try {
@@ -69,7 +71,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return report(error, rest);
   };
   try {
-    return await measure(task, signal, deps, diagnostics, restoreThenReport, log);
+    return await measure(task, engine, signal, deps, diagnostics, restoreThenReport, log);
   } finally {
     await release();
   }
@@ -78,6 +80,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
 /** The measurement itself: the interface checked, its counters read around the engine. */
 async function measure(
   task: Task,
+  engine: Engine,
   signal: AbortSignal,
   deps: ProcessorDeps,
   diagnostics: EndDiagnostics,
@@ -85,7 +88,6 @@ async function measure(
   log: Logger,
 ): Promise<EndReport> {
   const { redis, keys } = deps;
-  const engine = engineFor(task.engine)!;
   const iface = await readInterface(task.interface);
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
   if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });

@@ -94,12 +94,13 @@ export async function submitJob(
   const { store, agents, jobsQueue, log } = services;
   const spec = withDefaults(input);
   const registered = await agents.list();
-  if ('principal' in owner) checkLimits(spec, owner.principal, { agents: registered });
+  const principal = 'principal' in owner ? owner.principal : null;
+  if (principal) checkLimits(spec, principal, { agents: registered });
   const errors = submissionErrors(spec, registered);
   if (errors.length > 0) return { errors, spec };
   const id = randomUUID();
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
-  const maxActive = 'principal' in owner ? owner.principal.limits.maxConcurrentJobs : undefined;
+  const maxActive = principal?.limits.maxConcurrentJobs;
   const job = await store.createWithin(id, spec, planRuns(spec).length, ownerName, maxActive);
   if ('active' in job) {
     throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });

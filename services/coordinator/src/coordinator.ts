@@ -314,7 +314,7 @@ export class Coordinator {
         (held) => held < leaseCount && log.warn({ held, of: leaseCount }, 'lost an interface lease'),
         (error: unknown) => log.warn({ err: error }, 'lease renewal failed'),
       );
-    }, this.leases.ttlMs / 3);
+    }, this.leases.renewEveryMs);
     const involved = spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
     // An agent that dies mid-run (missed heartbeats, or stopped) ends the run at once as
     // agent_lost, rather than at its deadline; its peers' engines are then told to stop.

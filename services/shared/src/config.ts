@@ -133,8 +133,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     ...overrides,
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
-    const missing = config.tlsCertFile ? 'NICLAB_TLS_KEY_FILE' : 'NICLAB_TLS_CERT_FILE';
-    throw new ConfigError(missing, `is not set, but ${missing === 'NICLAB_TLS_KEY_FILE' ? 'NICLAB_TLS_CERT_FILE' : 'NICLAB_TLS_KEY_FILE'} is: HTTPS needs both the certificate and its key`);
+    const [missing, given] = config.tlsCertFile ? ['NICLAB_TLS_KEY_FILE', 'NICLAB_TLS_CERT_FILE'] : ['NICLAB_TLS_CERT_FILE', 'NICLAB_TLS_KEY_FILE'];
+    throw new ConfigError(missing, `is not set, but ${given} is: HTTPS needs both the certificate and its key`);
   }
   return Object.freeze(config);
 }

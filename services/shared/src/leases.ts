@@ -50,7 +50,11 @@ export class Leases {
   private readonly renewScript: Script;
   private readonly releaseScript: Script;
 
+  /** How often a holder renews: three chances before the TTL runs out. */
+  readonly renewEveryMs: number;
+
   constructor(private readonly redis: Redis, private readonly keys: Keys, readonly ttlMs = 15_000) {
+    this.renewEveryMs = ttlMs / 3;
     this.acquireScript = defineScript(redis, 'niclabLeaseAcquire', ACQUIRE);
     this.renewScript = defineScript(redis, 'niclabLeaseRenew', RENEW);
     this.releaseScript = defineScript(redis, 'niclabLeaseRelease', RELEASE);
