@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiClient } from '../helpers/api-client.js';
 import { waitFor } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { skipUnlessProvided } from '../helpers/skip.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const hasPodman = () => {
@@ -22,7 +23,7 @@ const hasPodman = () => {
     return false;
   }
 };
-const skip = process.getuid?.() !== 0 ? 'needs root: rootful podman with host networking (CI runs as root)' : !hasPodman() ? 'podman is not installed (.ci/run installs it)' : false;
+const skip = skipUnlessProvided(process.getuid?.() !== 0 ? 'needs root: rootful podman with host networking (CI runs as root)' : !hasPodman() && 'needs podman, which is not installed (.ci/run installs it)');
 
 function podman(args: string[], timeoutMs = 60_000): Promise<string> {
   return new Promise((resolve, reject) => {

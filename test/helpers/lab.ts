@@ -9,7 +9,7 @@ import { ApiClient } from './api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
-export const NOT_ROOT = process.getuid?.() !== 0 ? 'needs root: the virtual lab creates network namespaces (CI runs as root)' : false;
+export { NOT_ROOT } from './skip.js';
 
 export interface TestLab {
   lab: LabState;
