@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/keys';
 import { Leases } from '@niclab/shared/leases';
+import { waitFor } from '../helpers/processes.js';
 import { redisPerFile, uniquePrefix } from '../helpers/redis.js';
 
 let redis: Redis;
@@ -30,10 +31,20 @@ test('the same interface named twice in one run (both ends on lo) is one lease',
 });
 
 test('a lease expires when its holder stops renewing, and the stale holder can neither renew nor release the new one', async () => {
-  const leases = new Leases(redis, new Keys(uniquePrefix()), 300);
+  // Long enough that a loaded machine cannot stall past it between two commands; the expiry is
+  // judged by Redis's own PTTL and by when the lease was first seen free, never by a fixed sleep.
+  const ttlMs = 2000;
+  const keys = new Keys(uniquePrefix());
+  const leases = new Leases(redis, keys, ttlMs);
+  const takenAt = Date.now();
   assert.equal(await leases.acquire('stale', [D]), null);
-  assert.ok(await leases.acquire('fresh', [D]), 'held while the TTL runs');
-  await new Promise((r) => setTimeout(r, 400));
+  const pttl = await redis.pttl(keys.lease(D.agent, D.interface));
+  assert.ok(pttl > 0 && pttl <= ttlMs, `the lease carries the ${ttlMs} ms TTL (PTTL ${pttl})`);
+  assert.deepEqual(await leases.acquire('fresh', [D]), { target: D, heldBy: 'stale' }, 'held while the TTL runs');
+  // Redis never expires a key early, and a GET expires it at once when due: free within the TTL
+  // plus 2 s for a loaded 2-core machine, never before it.
+  const freedAt = await waitFor('the lease to expire', async () => ((await leases.holderOf(D)) === null ? Date.now() : null), ttlMs + 2000, 20);
+  assert.ok(freedAt - takenAt >= ttlMs - 5, `expired ${freedAt - takenAt} ms after it was taken, before its ${ttlMs} ms TTL`);
   assert.equal(await leases.acquire('fresh', [D]), null, 'expired: the next run takes it');
   assert.equal(await leases.renew('stale', [D]), 0);
   assert.equal(await leases.release('stale', [D]), 0);
