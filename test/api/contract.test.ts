@@ -52,11 +52,74 @@ test('only shared/config.ts reads process.env (config is read once)', () => {
   assert.deepEqual(offenders, []);
 });
 
+const CHILD_PROCESS = String.raw`['"\`](?:node:)?child_process['"\`]`;
+/** A shell by name or path (sh, bash, dash, zsh, ksh, /bin/sh, /usr/bin/bash) as a string literal. */
+const SHELL = String.raw`['"\`](?:/usr)?(?:/bin/)?(?:ba|da|z|k)?sh['"\`]`;
+
+/** Why `text` may run a command line through a shell; empty when it only spawns argument arrays. */
+function shellUses(text: string): string[] {
+  const found: string[] = [];
+  const namesExec = (clause: string) => /\bexec(?:Sync)?\b/.test(clause);
+  const loaded = String.raw`(?:require|(?:await\s+)?import)\s*\(\s*${CHILD_PROCESS}\s*\)`;
+  // The names the module object goes by: import * as cp, import cp, const cp = require(...).
+  const modules: (string | undefined)[] = [];
+  for (const [, clause] of text.matchAll(new RegExp(String.raw`import\s+([^;]*?)\s*from\s*${CHILD_PROCESS}`, 'g'))) {
+    if (namesExec(/\{[^}]*\}/.exec(clause!)?.[0] ?? '')) found.push('imports exec');
+    modules.push(/\*\s*as\s+([\w$]+)/.exec(clause!)?.[1], /^([\w$]+)\s*(?:,|$)/.exec(clause!)?.[1]);
+  }
+  for (const [, binding] of text.matchAll(new RegExp(String.raw`(?:const|let|var)\s+(\{[^}]*\}|[\w$]+)\s*=\s*${loaded}`, 'g'))) {
+    if (binding!.startsWith('{')) {
+      if (namesExec(binding!)) found.push('destructures exec');
+    } else modules.push(binding);
+  }
+  for (const name of modules.filter((m): m is string => !!m)) {
+    const member = String.raw`(?<![\w$.])${name.replace(/\$/g, '\\$')}\s*(?:\.\s*exec(?:Sync)?\b|\[\s*['"\`]exec(?:Sync)?['"\`]\s*\])`;
+    if (new RegExp(member).test(text)) found.push(`${name}.exec`);
+  }
+  if (new RegExp(String.raw`${loaded}\s*\)?\s*\.\s*exec(?:Sync)?\b`).test(text)) found.push('require(child_process).exec');
+  if (/\bshell\s*:\s*(?:true|['"`])/.test(text)) found.push('shell option');
+  // A shell as the program: spawn('sh', ...), execFile('/bin/sh', ...), command('bash', ...).
+  if (new RegExp(String.raw`\b(?:spawn|spawnSync|execFile|execFileSync|fork|command)\s*\(\s*${SHELL}`).test(text)) found.push('a shell as the program');
+  // A shell handed a command line, wherever it sits in the arguments: [..., 'sh', '-c', line].
+  if (new RegExp(String.raw`${SHELL}\s*,\s*\[?\s*['"\`]-\w*c['"\`]`).test(text)) found.push('sh -c');
+  return found;
+}
+
 test('child processes are spawned with argument arrays, never a shell', () => {
-  const offenders = sources(join(root, 'services')).filter((path) => {
-    const text = readFileSync(path, 'utf8');
-    const importsExec = /import\s*\{[^}]*\bexec(Sync)?\b[^}]*\}\s*from\s*['"](node:)?child_process['"]/.test(text);
-    return importsExec || /shell:\s*true/.test(text);
+  const offenders = sources(join(root, 'services')).flatMap((path) => {
+    const uses = shellUses(readFileSync(path, 'utf8'));
+    return uses.length > 0 ? [`${path}: ${uses.join(', ')}`] : [];
   });
   assert.deepEqual(offenders, []);
+});
+
+test('the never-a-shell guard sees every way in to a shell, and not spawn with an argument array', () => {
+  const shells = [
+    "import { exec } from 'node:child_process';",
+    "import { execSync as run } from 'child_process';",
+    "import * as cp from 'node:child_process';\ncp.exec(`ip link show ${name}`);",
+    "import * as cp from 'node:child_process';\nconst out = cp.execSync(line);",
+    "import cp from 'child_process';\ncp.exec(line, done);",
+    "import childProcess, { spawn } from 'node:child_process';\nchildProcess.exec(line);",
+    "const cp = require('child_process');\ncp.exec(line);",
+    "const { execSync } = require('node:child_process');",
+    "require('child_process').exec(line);",
+    "const cp = await import('node:child_process');\ncp['exec'](line);",
+    "(await import('node:child_process')).execSync(line);",
+    "spawn('ethtool', ['-S', name], { shell: true });",
+    "spawn('ethtool', ['-S', name], { shell: '/bin/bash' });",
+    "spawn('sh', ['-c', line]);",
+    "spawn('bash', [script]);",
+    "execFile('/bin/sh', ['-c', line], done);",
+    "cp.spawnSync('/usr/bin/bash', ['-lc', line]);",
+    "command('ip', ['netns', 'exec', ns, 'sh', '-c', line]);",
+  ];
+  for (const text of shells) assert.notDeepEqual(shellUses(text), [], `not caught: ${text}`);
+  const arrays = [
+    "import { execFile, spawn } from 'node:child_process';\nspawn('ethtool', ['-S', name]);\nexecFile('ip', ['-j', 'link'], done);",
+    "import * as cp from 'node:child_process';\ncp.execFile('tc', ['-s', '-j', 'qdisc', 'show', 'dev', name]);",
+    "const child = fork(script, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });",
+    "spawn('ip', ['netns', 'exec', ns, process.execPath, cli, 'agent']);",
+  ];
+  for (const text of arrays) assert.deepEqual(shellUses(text), [], text);
 });
