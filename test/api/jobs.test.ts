@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import request from 'supertest';
 import { assertResponse } from '../helpers/contract.js';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
+import { TERMINAL_STATUSES } from '@niclab/shared/contract';
 import { freePort } from '../helpers/redis.js';
-import { silentLog, stackPerFile, type Stack } from '../helpers/stack.js';
+import { silentLog, stackPerFile, startStack, testConfig, type Stack } from '../helpers/stack.js';
 
 const AGENT = 'api-agent';
 const lo = { agent: AGENT, interface: 'lo' };
@@ -105,13 +107,39 @@ describe('bad input never becomes a job', () => {
   });
 
   test('none of the rejected requests created a job or reached an agent', async () => {
-    const before = (await request(stack.app).get('/v1/jobs?limit=200')).body.items.length;
-    for (const [, body] of cases) await post(body);
-    const afterCount = (await request(stack.app).get('/v1/jobs?limit=200')).body.items.length;
-    assert.equal(afterCount, before);
-    const tasks = new Queue(stack.services.keys.agentQueue(AGENT), { connection: stack.services.redis, prefix: stack.services.keys.bull });
-    assert.equal(await tasks.count(), 0, 'no task was queued for the agent');
-    await tasks.close();
+    // A stack of its own (a fresh key prefix) with a coordinator: anything accepted would run,
+    // and its tasks would reach the agent.
+    const live = await startStack(testConfig(stack.config.redisUrl), { agents: [AGENT], coordinator: true });
+    const tasks = new Queue(live.services.keys.agentQueue(AGENT), { connection: live.services.redis, prefix: live.services.keys.bull });
+    try {
+      const answers: string[] = [];
+      for (const [name, body, status] of cases) {
+        const res = await request(live.app).post('/v1/jobs').set('content-type', 'application/json').send(JSON.stringify(body));
+        if (res.status !== status) answers.push(`${name}: ${res.status}`);
+      }
+      // One valid job after them shows the pipeline was live: the coordinator took it and the
+      // agent ran both of its ends, so whatever came before it would have run too.
+      const control = await request(live.app).post('/v1/jobs').set('content-type', 'application/json').send(JSON.stringify(spec()));
+      assert.equal(control.status, 202, JSON.stringify(control.body));
+      let job = control.body;
+      // A 1 s run plus setup (NICLAB_SETUP_SECONDS 5 in tests) and a loaded machine's margin.
+      for (const deadline = Date.now() + 30_000; !TERMINAL_STATUSES.includes(job.status) && Date.now() < deadline; await sleep(100)) {
+        job = (await request(live.app).get(`/v1/jobs/${control.body.id}`)).body;
+      }
+      assert.equal(job.status, 'succeeded', JSON.stringify(job));
+      // Every task ever added to the agent's queue (tasks leave it when done; its event log stays).
+      const client = await tasks.client;
+      const added = (await client.xrange(tasks.keys.events!, '-', '+')).filter(([, fields]) => fields[fields.indexOf('event') + 1] === 'added');
+      // A run the coordinator retried (it says so in `attempt`) sent its ends again.
+      const attempts = (await request(live.app).get(`/v1/jobs/${control.body.id}/runs`)).body.items.reduce((n: number, run: { attempt?: number }) => n + (run.attempt ?? 1), 0);
+      assert.ok(added.length >= 2 && added.length <= 2 * attempts, `only the control job's receiver and sender (${attempts} attempt(s)) reached the agent, saw ${added.length} tasks`);
+      const jobs = (await request(live.app).get('/v1/jobs?limit=200')).body.items.map((j: { id: string }) => j.id);
+      assert.deepEqual(jobs, [control.body.id], 'no rejected request created a job');
+      assert.deepEqual(answers, [], 'every case was refused as in its own test');
+    } finally {
+      await tasks.close();
+      await live.close();
+    }
   });
 });
 
