@@ -1,0 +1,29 @@
+import type { EngineOutcome } from '@niclab/agent/engines/engine';
+import type { ENGINES } from '@niclab/agent/engines/registry';
+import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
+
+export type TestEngine = NonNullable<(typeof ENGINES)['builtin']>;
+
+/**
+ * Runs a receiver and then a sender against it on loopback, as the coordinator would: the
+ * receiver first, the sender once the receiver said its port, both to the same deadline.
+ */
+export async function enginePair(
+  engine: TestEngine,
+  params: EngineParams,
+  options: { runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void> } = {},
+): Promise<[EngineOutcome, EngineOutcome]> {
+  const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: options.runId ?? '00000000-0000-4000-8000-000000000002', leg: 0 };
+  const signal = options.signal ?? new AbortController().signal;
+  const spawned = (pid: number) => options.pids?.push(pid);
+  const deadline = Date.now() + (params.duration + 10) * 1000;
+  let ready!: (port: number) => void;
+  const port = new Promise<number>((resolve) => (ready = resolve));
+  const receiverTask: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params, interface: 'lo', deadline };
+  const receiver = engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned });
+  const peerPort = await port;
+  await options.beforeSend?.(peerPort);
+  const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + 100 };
+  const sender = engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned });
+  return Promise.all([sender, receiver]);
+}

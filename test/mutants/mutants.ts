@@ -1,0 +1,137 @@
+/**
+ * Bugs planted on purpose, each in one place, with the tests that must catch it. Each is a
+ * wrong figure or a broken promise that once passed, or could pass, every test: see
+ * test/mutants/run.ts. `from` must occur exactly once in `file`.
+ */
+export interface Mutant {
+  id: string;
+  /** What the bug does, as a user would see it. */
+  what: string;
+  file: string;
+  from: string;
+  to: string;
+  /** Test files that must fail with it (run as `npm test` runs them). */
+  tests: string[];
+  /** Only the tests whose names match (node --test-name-pattern), to keep a run short. */
+  pattern?: string;
+}
+
+const UDP_CHILD = 'services/agent/src/engines/builtin/udp-child.ts';
+const FLOW_RESULT = 'services/coordinator/src/flow-result.ts';
+
+export const MUTANTS: Mutant[] = [
+  {
+    id: 'throughput-doubled',
+    what: "a flow's throughput adds the sender's rate to the receiver's (191 Mbit/s on a 100 Mbit/s link)",
+    file: FLOW_RESULT,
+    from: 'bitsPerSecond: received ? received.realBitsPerSecond : null,',
+    to: 'bitsPerSecond: received ? received.realBitsPerSecond + (sent?.realBitsPerSecond ?? 0) : null,',
+    tests: ['test/lab/flows.test.ts'],
+  },
+  {
+    id: 'udp-half-rate',
+    what: 'the builtin UDP sender paces at half the requested packet rate',
+    file: UDP_CHILD,
+    from: 'const pps = packetRate(input.params);',
+    to: 'const pps = packetRate(input.params) / 2;',
+    tests: ['test/lab/udp.test.ts'],
+  },
+  {
+    id: 'udp-slow-receiver',
+    what: 'the builtin UDP receiver busy-waits 250 us per datagram, so its own socket drops',
+    file: UDP_CHILD,
+    from: "socket.on('message', (message: Buffer) => {",
+    to: "socket.on('message', (message: Buffer) => {\n      for (const until = performance.now() + 0.25; performance.now() < until; );",
+    tests: ['test/lab/udp.test.ts'],
+  },
+  {
+    id: 'udp-foreign-leg',
+    what: "the builtin UDP receiver counts another leg's datagrams as its own",
+    file: UDP_CHILD,
+    from: ' || message.readUInt32BE(4) !== input.token) return;',
+    to: ') return;',
+    tests: ['test/engines/builtin-udp.test.ts'],
+  },
+  {
+    id: 'udp-rate-in-bytes',
+    what: 'a UDP rate in bits/s is converted to datagrams/s as if it were bytes/s (a wrong unit)',
+    file: 'services/agent/src/engines/builtin/udp-format.ts',
+    from: 'rate.bitsPerSecond / (packetSize * 8)',
+    to: 'rate.bitsPerSecond / packetSize',
+    tests: ['test/e2e/loopback.test.ts'],
+    pattern: 'UDP',
+  },
+  {
+    id: 'report-mbit-binary',
+    what: "the report's Mbit/s columns divide by 2^20 instead of 10^6 (a wrong unit)",
+    file: 'services/shared/src/report.ts',
+    from: 'fixed(avg((e) => e.realBitsPerSecond / 1e6), 4),',
+    to: 'fixed(avg((e) => e.realBitsPerSecond / 2 ** 20), 4),',
+    tests: ['test/api/report.test.ts'],
+  },
+  {
+    id: 'ends-swapped',
+    what: "the coordinator files the receiver's report as the sender's and the sender's as the receiver's",
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'flowResult(spec.flows[leg.flowIndex]!, leg, senders.get(i), receivers.get(i))',
+    to: 'flowResult(spec.flows[leg.flowIndex]!, leg, receivers.get(i), senders.get(i))',
+    tests: ['test/e2e/loopback.test.ts'],
+  },
+  {
+    id: 'interval-dropped',
+    what: "the builtin receiver's first interval sample is never recorded",
+    file: 'services/agent/src/engines/builtin/interval-sampler.ts',
+    from: 'this.intervals.push(sample);',
+    to: 'if (this.sampledBytes > 0) this.intervals.push(sample);',
+    tests: ['test/engines/intervals.test.ts'],
+  },
+  {
+    id: 'iperf3-interval-dropped',
+    what: "iperf3's first interval is dropped when its JSON is parsed",
+    file: 'services/agent/src/engines/iperf3/parse.ts',
+    from: '(json.intervals ?? []).map(',
+    to: '(json.intervals ?? []).slice(1).map(',
+    tests: ['test/engines/intervals.test.ts'],
+  },
+  {
+    id: 'sweep-off-by-one',
+    what: "a sweep dimension's last value is never run",
+    file: 'services/shared/src/plan.ts',
+    from: 'points = points.flatMap((point) => values.map(',
+    to: 'points = points.flatMap((point) => values.slice(0, -1).map(',
+    tests: ['test/e2e/campaign.test.ts'],
+    pattern: 'sweep',
+  },
+  {
+    id: 'lease-never-released',
+    what: "a run's interface leases are never released (later runs wait for them to lapse)",
+    file: 'services/shared/src/leases.ts',
+    from: 'return this.releaseScript(this.keyList(targets), holder);',
+    to: 'return 0;',
+    tests: ['test/coordinator/leases.test.ts'],
+  },
+  {
+    id: 'path-always-verified',
+    what: 'pathVerified is true whatever the named interfaces carried',
+    file: FLOW_RESULT,
+    from: 'nicSender.txBytes >= sent.bytes && nicReceiver.rxBytes >= received.bytes;',
+    to: 'true;',
+    tests: ['test/e2e/loopback.test.ts'],
+  },
+  {
+    id: 'rate-limit-100',
+    what: 'the API limits a token at 100 requests a minute whatever its policy says',
+    file: 'services/api/src/access.ts',
+    from: 'if (count > policy.requestsPerMinute) {',
+    to: 'if (count > Math.min(policy.requestsPerMinute, 100)) {',
+    tests: ['test/api/access.test.ts'],
+  },
+  {
+    id: 'agent-no-deadline',
+    what: "the agent's deadline timer fires ten times too late",
+    file: 'services/agent/src/agent.ts',
+    from: 'Math.max(0, task.deadline - Date.now()),',
+    to: 'Math.max(0, task.deadline - Date.now()) * 10,',
+    tests: ['test/engines/contract.test.ts'],
+  },
+];
