@@ -630,7 +630,7 @@ export interface components {
                 [key: string]: string;
             };
             point: components["schemas"]["SweepPoint"];
-            /** @description The run's error code */
+            /** @description The run's error code, if it failed. */
             error: string | null;
             flows: {
                 flowIndex: number;
@@ -714,7 +714,7 @@ export interface components {
             /** Format: date-time */
             finishedAt: string | null;
             progress: {
-                /** @description Runs finished */
+                /** @description Runs finished, succeeded or failed. */
                 runsDone: number;
                 /** @description Runs the job will make. With adaptive repetition an upper bound (every point at `max`) that shrinks as points settle. */
                 runsTotal: number;
