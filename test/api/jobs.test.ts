@@ -34,6 +34,19 @@ describe('POST /v1/jobs', () => {
     assert.equal(res.body.spec.bufferLength, 131072);
     assert.equal(res.body.spec.streams, 1);
     assert.equal(res.body.spec.direction, 'forward');
+    assert.equal(res.body.spec.interval, 1);
+  });
+
+  test('duration 0.5, the documented minimum, is accepted alone: the default interval shrinks to it; an explicit one may not exceed it', async () => {
+    const short = await post(spec({ duration: 0.5 }));
+    assertResponse('createJob', short);
+    assert.equal(short.status, 202, JSON.stringify(short.body));
+    assert.equal(short.body.spec.interval, 0.5);
+    const explicit = await post(spec({ duration: 0.5, interval: 0.25 }));
+    assert.equal(explicit.body.spec.interval, 0.25);
+    const tooLong = await post(spec({ duration: 0.5, interval: 1 }));
+    assert.equal(tooLong.status, 422);
+    assert.equal(tooLong.body.errors[0].field, 'body.interval');
   });
 
   test('counts runs as sweep points times repetitions', async () => {

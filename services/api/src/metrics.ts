@@ -3,10 +3,21 @@
  * any API replica answers the same. Only the HTTP request histogram and the process metrics
  * are this replica's own; they alone go through prom-client.
  */
+import type { Queue } from 'bullmq';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AgentRegistry } from '@niclab/shared/agent-registry';
 import type { Agent } from '@niclab/shared/contract';
+import type { JobStore } from '@niclab/shared/job-store';
+import type { Leases } from '@niclab/shared/leases';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stats';
-import type { ApiServices } from './services.js';
+
+/** Where a scrape reads the fleet from: the stores, never Redis keys of its own. */
+export interface MetricsSources {
+  store: JobStore;
+  agents: AgentRegistry;
+  leases: Leases;
+  jobsQueue: Queue;
+}
 
 /** What one scrape reads from Redis, shared by every family it renders. */
 interface Snapshot {
@@ -31,8 +42,8 @@ export interface Metrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
-export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'store' | 'agents' | 'jobsQueue'>): Metrics {
-  const { redis, keys, store, agents, jobsQueue } = services;
+export function createMetrics(sources: MetricsSources): Metrics {
+  const { store, agents, leases, jobsQueue } = sources;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
@@ -54,13 +65,10 @@ export function createMetrics(services: Pick<ApiServices, 'redis' | 'keys' | 'st
       store.stats.rawLinks(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
     ]);
     const links = parseLinks(rawLinks);
-    const pipeline = redis.pipeline();
-    for (const status of JOB_STATUSES) pipeline.zcard(keys.jobIndex(status));
-    const leaseKeys = agentList.flatMap((a) => a.interfaces.map((i) => keys.lease(a.id, i.name)));
-    if (leaseKeys.length > 0) pipeline.exists(...leaseKeys);
-    const replies = (await pipeline.exec()) ?? [];
-    const jobsByStatus = Object.fromEntries(JOB_STATUSES.map((s, i) => [s, Number(replies[i]?.[1] ?? 0)]));
-    const leasesHeld = leaseKeys.length > 0 ? Number(replies[JOB_STATUSES.length]?.[1] ?? 0) : 0;
+    const [jobsByStatus, leasesHeld] = await Promise.all([
+      store.countByStatus(JOB_STATUSES),
+      leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name })))),
+    ]);
     const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await store.stats.histogram(name)]))) as Snapshot['histograms'];
     return { links, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms };
   };

@@ -14,8 +14,7 @@ import type { Logger } from '@niclab/shared/logger';
 import { HttpProblem } from '@niclab/shared/problem';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
-import type { ApiServices } from './services.js';
-import { submissionErrors, submitJob, withDefaults } from './submission.js';
+import { submissionErrors, submitJob, withDefaults, type SubmitDeps } from './submission.js';
 
 export type Schedule = components['schemas']['Schedule'];
 export type ScheduleInput = components['schemas']['ScheduleInput'];
@@ -30,7 +29,7 @@ export class Schedules {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-    private readonly services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log' | 'redis' | 'keys'>,
+    private readonly services: SubmitDeps,
   ) {
     this.queue = new Queue<Firing>(QUEUE, { connection: redis, prefix: keys.bull });
   }

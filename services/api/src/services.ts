@@ -4,6 +4,7 @@ import { AgentRegistry } from '@niclab/shared/agent-registry';
 import type { Config } from '@niclab/shared/config';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
+import { Leases } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -34,11 +35,11 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
   const store = new JobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
-  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log, redis, keys });
+  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
   const events = new EventHub(redis, keys);
   return {
     config, policy, log, keys, redis, jobsQueue, store, agents, schedules, events,
-    metrics: createMetrics({ redis, keys, store, agents, jobsQueue }),
+    metrics: createMetrics({ store, agents, jobsQueue, leases: new Leases(redis, keys) }),
     async close() {
       events.close();
       await schedules.close();

@@ -2,12 +2,15 @@ import { canRun } from '@niclab/agent/engines/registry';
 import { bindAddress, isUsable } from '@niclab/agent/interfaces';
 import { randomUUID } from 'node:crypto';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
-import { planRuns } from '@niclab/shared/plan';
+import { intervalOf, planRuns } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
 import { tuningErrors } from '@niclab/shared/tuning-rules';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
-import type { ApiServices } from './services.js';
+import type { Queue } from 'bullmq';
+import type { AgentRegistry } from '@niclab/shared/agent-registry';
+import type { JobStore } from '@niclab/shared/job-store';
+import type { Logger } from '@niclab/shared/logger';
 
 /** A job may expand to at most this many runs. */
 export const MAX_RUNS = 10_000;
@@ -31,7 +34,7 @@ function consistency(spec: JobSpec): FieldError[] {
   }
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
-  if (spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
+  if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
   const runs = planRuns(spec).length;
   if (runs > MAX_RUNS) errors.push({ field: 'body.sweep', message: `expands to ${runs} runs; at most ${MAX_RUNS} are allowed per job` });
   return errors;
@@ -62,15 +65,16 @@ function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
   return errors;
 }
 
-/** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
 /** Defaults the schema cannot state (they depend on other fields), filled in so the stored job shows them. */
 export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
+  filled.interval = intervalOf(filled);
   if (typeof filled.repeat === 'object') filled.repeat = { confidence: 0.95, halfWidthPercent: 2.5, ...filled.repeat };
   if (filled.test === 'rr') filled.rr = { requestSize: 1, responseSize: 1, ...filled.rr };
   return filled;
 }
 
+/** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
 export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError[] {
   const errors = consistency(spec);
   const agents = new Map(registered.map((agent) => [agent.id, agent]));
@@ -86,8 +90,16 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
  * job comes to be (the API and schedules both use it; a schedule's firing skips the limits,
  * which were checked when it was created).
  */
+/** What submitting a job needs: the stores it reads and writes, the queue coordinators take jobs from. */
+export interface SubmitDeps {
+  store: JobStore;
+  agents: AgentRegistry;
+  jobsQueue: Queue;
+  log: Logger;
+}
+
 export async function submitJob(
-  services: Pick<ApiServices, 'store' | 'agents' | 'jobsQueue' | 'log' | 'redis' | 'keys'>,
+  services: SubmitDeps,
   input: JobSpec,
   owner: { principal: Principal } | { name: string },
 ): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec }> {

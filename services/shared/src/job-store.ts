@@ -104,6 +104,14 @@ export class JobStore {
     return toJob(await this.redis.hgetall(this.keys.job(id)));
   }
 
+  /** How many jobs are in each of `statuses` now (read from the per-status indexes in one round trip). */
+  async countByStatus<S extends JobStatus>(statuses: readonly S[]): Promise<Record<S, number>> {
+    const pipeline = this.redis.pipeline();
+    for (const status of statuses) pipeline.zcard(this.keys.jobIndex(status));
+    const replies = (await pipeline.exec()) ?? [];
+    return Object.fromEntries(statuses.map((status, i) => [status, Number(replies[i]?.[1] ?? 0)])) as Record<S, number>;
+  }
+
   /** Newest first; the cursor is opaque to callers. Returns null for a cursor that is not one of ours. */
   async list(options: { status?: JobStatus; limit: number; cursor?: string }): Promise<JobPage | null> {
     let max = '+';

@@ -99,6 +99,12 @@ export class Leases {
     return (await this.redis.mget(...keys)).some((waiter) => waiter !== null && waiter !== job);
   }
 
+  /** How many of the targets some run holds now. */
+  async countHeld(targets: LeaseTarget[]): Promise<number> {
+    const keys = this.keyList(targets);
+    return keys.length === 0 ? 0 : this.redis.exists(...keys);
+  }
+
   async release(holder: string, targets: LeaseTarget[]): Promise<number> {
     return this.releaseScript(this.keyList(targets), holder);
   }

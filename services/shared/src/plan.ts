@@ -52,6 +52,11 @@ export function planRuns(spec: JobSpec): PlannedRun[] {
   return runs;
 }
 
+/** Seconds between interval samples: as asked, else 1 s, or the whole run when it is shorter. */
+export function intervalOf(spec: Pick<JobSpec, 'interval' | 'duration'>): number {
+  return spec.interval ?? Math.min(1, spec.duration);
+}
+
 /** The parameters an engine sees for one sweep point. */
 export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
   const params: EngineParams = {
@@ -61,7 +66,7 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
     bufferLength: point.bufferLength ?? spec.bufferLength,
     streams: point.streams ?? spec.streams,
     noDelay: point.noDelay ?? spec.noDelay,
-    interval: spec.interval,
+    interval: intervalOf(spec),
   };
   const socketBuffer = point.socketBuffer ?? spec.socketBuffer;
   if (socketBuffer !== undefined) params.socketBuffer = socketBuffer;

@@ -2,7 +2,9 @@ import type { Tuning } from './tuning-rules.js';
 import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, RrFigures } from './contract.js';
 
 /** The measurement parameters of one run, after the sweep point is applied. */
-export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp' | 'interval'> & {
+export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp'> & {
+  /** Seconds between interval samples (a stored spec always has it: see withDefaults). */
+  interval: number;
   /** Present exactly when the test is `rr`, with both sizes resolved. */
   rr?: { requestSize: number; responseSize: number };
 };

@@ -121,8 +121,6 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
   if (o.P) spec.streams = integer(o.P, '-P');
   if (o.nodelay) spec.noDelay = true;
   if (o.interval) spec.interval = seconds(o.interval, '--interval');
-  // A run shorter than the default 1 s interval reports one interval: its whole length.
-  else if (spec.duration !== undefined && spec.duration < 1) spec.interval = Math.max(0.1, spec.duration);
   if (o.udp) {
     spec.protocol = 'udp';
     spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: parseRate(o.rate ?? '1mbit') };

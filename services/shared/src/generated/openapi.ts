@@ -459,10 +459,11 @@ export interface components {
              */
             direction: "forward" | "reverse" | "bidir";
             /**
-             * @description Seconds between interval samples.
-             * @default 1
+             * @description Seconds between interval samples, at most `duration`. When omitted: 1, or the
+             *     duration itself for a run shorter than 1 s (so `duration: 0.5` alone is accepted);
+             *     the stored job shows the value used.
              */
-            interval: number;
+            interval?: number;
             /**
              * @description How many times a run is made again when it failed for a reason outside the
              *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
