@@ -143,8 +143,7 @@ describe('bad input never becomes a job', () => {
       }
       assert.equal(job.status, 'succeeded', JSON.stringify(job));
       // Every task ever added to the agent's queue (tasks leave it when done; its event log stays).
-      const client = await tasks.client;
-      const added = (await client.xrange(tasks.keys.events!, '-', '+')).filter(([, fields]) => fields[fields.indexOf('event') + 1] === 'added');
+      const added = (await live.services.redis.xrange(tasks.keys.events!, '-', '+')).filter(([, fields]) => fields[fields.indexOf('event') + 1] === 'added');
       // A run made again (its `attempt` says so) sent one end more per earlier attempt, or both.
       const attempts = (await request(live.app).get(`/v1/jobs/${control.body.id}/runs`)).body.items.reduce((n: number, run: { attempt?: number }) => n + (run.attempt ?? 1), 0);
       assert.ok(added.length >= attempts + 1 && added.length <= 2 * attempts, `only the control job's receiver and sender (${attempts} attempt(s)) reached the agent, saw ${added.length} tasks`);
