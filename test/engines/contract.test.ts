@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AgentService } from '@niclab/agent/agent';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import type { JobSpec } from '@niclab/shared/contract';
-import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
-import { freePort } from '../helpers/redis.js';
-import { isAlive, waitFor } from '../helpers/processes.js';
+import { Keys } from '@niclab/shared/keys';
+import { Leases } from '@niclab/shared/leases';
+import type { EndReport, EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
+import { freePort, redisPerFile, type TestRedis } from '../helpers/redis.js';
+import { childPids, isAlive, waitFor } from '../helpers/processes.js';
+import { silentLog, testConfig } from '../helpers/stack.js';
+
+let redis: Redis;
+let server: TestRedis;
+redisPerFile((client, started) => ((redis = client), (server = started)));
 
 const params = (extra: Partial<EngineParams> = {}): EngineParams => ({
   protocol: 'tcp', test: 'stream', duration: 1, bufferLength: 65536, streams: 1, noDelay: false, interval: 0.25, ...extra,
@@ -106,7 +117,7 @@ for (const engine of Object.values(ENGINES)) {
       await assertGone(pids);
     });
 
-    test('deadline: a receiver whose sender never comes ends with deadline_exceeded', async () => {
+    test('aborted for its deadline: the engine stops with the abort\'s deadline_exceeded and its processes are gone', async () => {
       const pids: number[] = [];
       const task: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params: params(), interface: 'lo', deadline: Date.now() + 1000 };
       const signal = AbortSignal.any([AbortSignal.timeout(1000)]);
@@ -116,6 +127,52 @@ for (const engine of Object.values(ENGINES)) {
       assert.equal(outcome.error?.code, 'deadline_exceeded');
       assert.equal(outcome.figures, null);
       await assertGone(pids);
+    });
+
+    test('deadline through the agent: a receiver whose sender never comes is ended by the agent at its deadline', async () => {
+      const config = testConfig(server.url);
+      const keys = new Keys(config.prefix);
+      const agent = new AgentService({ ...config, agentId: 'deadline' }, silentLog);
+      const queue = new Queue(keys.agentQueue(agent.id), { connection: redis, prefix: keys.bull });
+      const reports = redis.duplicate();
+      await agent.start();
+      try {
+        const runId = randomUUID();
+        // The run holds its interface, as the coordinator's would, so only the deadline can end it.
+        assert.equal(await new Leases(redis, keys).acquire(runId, [{ agent: agent.id, interface: 'lo' }]), null);
+        const before = new Set(childPids(process.pid));
+        const task: ReceiverTask = { jobId: randomUUID(), runId, leg: 0, role: 'receiver', engine: engine.name, params: params({ duration: 30 }), interface: 'lo', deadline: Date.now() + 1000 };
+        // The agent's first task pays for compiling its task check and loading its queue scripts
+        // (over 1 s here, at times): a task already past its deadline goes first, and is refused.
+        const late: ReceiverTask = { ...task, runId: randomUUID(), deadline: Date.now() - 1 };
+        await queue.add(late.role, late, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
+        const refused = await reports.blpop(keys.runResults(late.runId), 10);
+        assert.ok(refused, 'the late task was answered');
+        assert.match(JSON.parse(refused[1]).error.message, /reached the agent after its deadline/);
+        task.deadline = Date.now() + 1000;
+        // As the coordinator posts a task: one BullMQ job on the agent's own queue.
+        await queue.add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
+        // Every process the agent starts meanwhile is this end's engine (iperf3, or the builtin's child).
+        const engines = new Set<number>();
+        const watch = setInterval(() => childPids(process.pid).filter((pid) => !before.has(pid)).forEach((pid) => engines.add(pid)), 10);
+        const popped = await reports.blpop(keys.runResults(runId), 10).finally(() => clearInterval(watch));
+        const reportedAt = Date.now();
+        assert.ok(popped, 'the receiver reported within 10 s');
+        const report = JSON.parse(popped[1]) as EndReport;
+        assert.equal(report.error?.code, 'deadline_exceeded', JSON.stringify(report.error));
+        assert.match(report.error!.message, /deadline on agent deadline/);
+        assert.equal(report.figures, null);
+        // The agent promises the deadline itself; 1 s is for killing the engine, reading the NIC
+        // counters and reporting on a loaded 2-core machine.
+        const overrun = reportedAt - task.deadline;
+        assert.ok(overrun >= 0 && overrun < 1000, `reported ${overrun} ms after the task's deadline (promised: at it, + 1 s of margin)`);
+        assert.ok(engines.size > 0, 'the engine was running when the deadline came');
+        await waitFor('the engine process to be gone', () => [...engines].every((pid) => !isAlive(pid)), 2000, 20);
+      } finally {
+        reports.disconnect();
+        await queue.close();
+        await agent.stop();
+      }
     });
 
     test('bad peer: a sender with nobody listening reports connect_failed, it does not throw', async () => {
