@@ -361,7 +361,15 @@ export class Coordinator {
           const expected = legs.filter((_, i) => ready.has(i)).length;
           await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => lost.length > 0 || (senders.size >= expected && receivers.size >= n));
         }
-        if (lost.length > 0) failure = { code: 'agent_lost', message: `agent ${lost.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };
+        if (lost.length > 0) {
+          // A stopping agent reports its ends (agent_shutdown) before it deregisters: read the
+          // reports already there, so the run names that cause rather than agent_lost.
+          const results = this.keys.runResults(run.id);
+          let item: string | null;
+          while ((item = await this.redis.lpop(results))) onItem(results, item);
+          const shutdown = [...senders.values(), ...receivers.values()].find((report) => report.error?.code === 'agent_shutdown')?.error;
+          failure = shutdown ?? { code: 'agent_lost', message: `agent ${lost.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };
+        }
       }
     } finally {
       clearInterval(liveness);
