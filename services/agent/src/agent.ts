@@ -8,6 +8,7 @@ import { Leases } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
 import type { Task } from '@niclab/shared/task';
+import { taskProblems } from '@niclab/shared/task-check';
 import { VERSION } from '@niclab/shared/version';
 import { probeEngines } from './engines/registry.js';
 import { readInterfaces } from './interfaces.js';
@@ -60,6 +61,9 @@ export class AgentService {
   }
 
   async start(): Promise<void> {
+    // The task check compiles its schema on first use, about 1 s (more on a loaded host): done
+    // now, not inside the first task's setup allowance, where it made the first run late.
+    taskProblems({});
     // Settings a previous life of this agent left applied (it died mid-run) go back first.
     await this.tuner.recover();
     await this.heartbeat();
