@@ -142,8 +142,8 @@ for (const engine of Object.values(ENGINES)) {
         assert.equal(await new Leases(redis, keys).acquire(runId, [{ agent: agent.id, interface: 'lo' }]), null);
         const before = new Set(childPids(process.pid));
         const task: ReceiverTask = { jobId: randomUUID(), runId, leg: 0, role: 'receiver', engine: engine.name, params: params({ duration: 30 }), interface: 'lo', deadline: Date.now() + 1000 };
-        // The agent's first task pays for compiling its task check and loading its queue scripts
-        // (over 1 s here, at times): a task already past its deadline goes first, and is refused.
+        // An agent's first task pays for first uses (its queue's scripts, modules loaded late), at
+        // times over 1 s on a loaded machine: a task already past its deadline goes first, refused.
         const late: ReceiverTask = { ...task, runId: randomUUID(), deadline: Date.now() - 1 };
         await queue.add(late.role, late, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
         const refused = await reports.blpop(keys.runResults(late.runId), 10);
