@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import { Keys } from '@niclab/shared/keys';
+import { Leases } from '@niclab/shared/leases';
+import { createRedis } from '@niclab/shared/redis';
 import type { ApiClient } from '../helpers/api-client.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
+import { followJob, statusChanges } from '../helpers/sse.js';
 
 let niclab: TestNiclab;
 let client: ApiClient;
 let env: Record<string, string>;
 const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
+const loCounter = (name: string) => Number(readFileSync(`/sys/class/net/lo/statistics/${name}`, 'utf8'));
+const loCounters = () => ({ txBytes: loCounter('tx_bytes'), rxBytes: loCounter('rx_bytes') });
 
 before(async () => {
   niclab = await startNiclab(['e2e']);
@@ -19,13 +26,30 @@ after(async () => {
   await niclab?.stop();
 });
 
-test('a TCP job over loopback goes queued -> running -> succeeded with both ends measured', async () => {
-  const submitted = await client.submit({ engine: 'builtin', protocol: 'tcp', duration: 2, bufferLength: 65536, interval: 0.5, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
-  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+test('a TCP job over loopback goes queued -> running -> succeeded with both ends measured', async (ctx) => {
+  const loBefore = loCounters();
+  // The interface is held until the job's event stream is open, so the stream must carry every
+  // change from queued on, whatever the load (a poll can miss a state while its request waits).
+  const redis = createRedis(env.REDIS_URL!);
+  const leases = new Leases(redis, new Keys(env.NICLAB_PREFIX!));
+  assert.equal(await leases.acquire('loopback-test-hold', [lo('e2e')]), null);
+  let stream: Awaited<ReturnType<typeof followJob>>;
+  let submitted: { status: number; body: any };
+  try {
+    submitted = await client.submit({ engine: 'builtin', protocol: 'tcp', duration: 2, bufferLength: 65536, interval: 0.5, flows: [{ from: lo('e2e'), to: lo('e2e') }] });
+    assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+    stream = await followJob(client, submitted.body.id);
+  } finally {
+    await leases.release('loopback-test-hold', [lo('e2e')]);
+    redis.disconnect();
+  }
   const { job, seen } = await client.finish(submitted.body.id);
+  const loAfter = loCounters();
   assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
   const order = ['queued', 'running', 'succeeded'];
   assert.deepEqual(seen, order.filter((s) => seen.includes(s)), `statuses in order: ${seen.join(' -> ')}`);
+  const streamed = statusChanges(await stream.events);
+  assert.deepEqual(streamed, order, `the event stream showed ${streamed.join(' -> ')}`);
   assert.deepEqual(job.progress, { runsDone: 1, runsTotal: 1 });
   const [run] = job.runs;
   assert.equal(run.status, 'succeeded');
@@ -35,8 +59,16 @@ test('a TCP job over loopback goes queued -> running -> succeeded with both ends
   assert.ok(flow.bitsPerSecond > 0);
   assert.ok(flow.sender.cpuSeconds > 0 && flow.receiver.cpuSeconds > 0, 'CPU measured at both ends');
   assert.ok(flow.intervals.length >= 3, `intervals: ${flow.intervals.length}`);
+  // pathVerified against lo's counters as this test reads them itself, around the whole job: they
+  // carried the flow's bytes, and the agent's deltas (taken within the job) are no more than they.
+  const ours = { txBytes: loAfter.txBytes - loBefore.txBytes, rxBytes: loAfter.rxBytes - loBefore.rxBytes };
+  ctx.diagnostic(`statuses polled ${seen.join(' -> ')}, streamed ${streamed.join(' -> ')}; flow ${flow.sender.bytes} B; lo tx/rx around the job ${ours.txBytes}/${ours.rxBytes} B, the agent's nic.from.txBytes ${flow.nic.from.txBytes} B, nic.to.rxBytes ${flow.nic.to.rxBytes} B`);
+  assert.ok(ours.txBytes >= flow.sender.bytes && ours.rxBytes >= flow.receiver.bytes, `lo carried tx ${ours.txBytes} B, rx ${ours.rxBytes} B around a flow of ${flow.sender.bytes} B`);
   assert.equal(flow.pathVerified, true);
-  assert.ok(flow.nic.from.txBytes >= flow.sender.bytes, 'lo counted the bytes');
+  for (const [end, counter] of [['from', 'txBytes'], ['to', 'rxBytes']] as const) {
+    const reported = flow.nic[end][counter];
+    assert.ok(reported > 0 && reported <= ours[counter], `nic.${end}.${counter} ${reported} B: a delta of lo's ${counter} within the job, which moved it by ${ours[counter]} B`);
+  }
   assert.deepEqual(flow.diagnostics.receiver.address, '127.0.0.1');
   assert.ok(flow.diagnostics.sender.command.length > 0);
   assert.ok(Date.parse(run.startedAt) <= Date.parse(run.finishedAt));
