@@ -107,7 +107,10 @@ for (const engine of Object.values(ENGINES)) {
       const pids: number[] = [];
       const controller = new AbortController();
       const running = pair(engine, params({ duration: 30 }), controller.signal, pids);
-      await new Promise((r) => setTimeout(r, 800));
+      // Both ends running (on a loaded machine the receiver alone may take most of a second to
+      // fork and listen, and a sender that never started would leave the pair pending), then a moment of traffic.
+      await waitFor('both ends to start', () => pids.length >= 2, 10_000, 20);
+      await new Promise((r) => setTimeout(r, 300));
       const t0 = Date.now();
       controller.abort({ code: 'canceled', message: 'test cancel' });
       const [sender, receiver] = await running;
