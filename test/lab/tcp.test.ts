@@ -29,10 +29,13 @@ describe('TCP windows and losses on the lab', { skip: NOT_ROOT }, () => {
 
   const sweep = async (engine: string): Promise<Point[]> => {
     const job = await t.client.succeed({ engine, duration: 2, interval: 1, sweep: { socketBuffer: SIZES }, flows: [flow('A', 'B')] }, 120_000);
-    return job.runs.map((run: { point: { socketBuffer: number }; flows: { bitsPerSecond: number; diagnostics: { receiver: { socketBuffers: { receiveBytes: number; sendBytes: number } } } }[] }) => ({
+    type Buffers = { socketBuffers: { receiveBytes: number; sendBytes: number } };
+    return job.runs.map((run: { point: { socketBuffer: number }; flows: { bitsPerSecond: number; diagnostics: { sender: Buffers; receiver: Buffers } }[] }) => ({
       socketBuffer: run.point.socketBuffer,
       bitsPerSecond: run.flows[0]!.bitsPerSecond,
-      ...run.flows[0]!.diagnostics.receiver.socketBuffers,
+      // Each end's own socket: the receive buffer is the receiver's, the send buffer the sender's.
+      receiveBytes: run.flows[0]!.diagnostics.receiver.socketBuffers.receiveBytes,
+      sendBytes: run.flows[0]!.diagnostics.sender.socketBuffers.sendBytes,
     }));
   };
 
@@ -71,6 +74,7 @@ describe('TCP windows and losses on the lab', { skip: NOT_ROOT }, () => {
         // Linux doubles what it is asked for (its own bookkeeping) up to net.core.[rw]mem_max.
         assert.ok(p.receiveBytes >= p.socketBuffer && p.sendBytes >= p.socketBuffer, `effective below requested at ${p.socketBuffer}`);
         if (i > 0) assert.ok(p.receiveBytes >= points[i - 1]!.receiveBytes, `effective rcvbuf not monotonic at ${p.socketBuffer}`);
+        if (i > 0) assert.ok(p.sendBytes >= points[i - 1]!.sendBytes, `effective sndbuf not monotonic at ${p.socketBuffer}`);
       }
       // The path's bandwidth-delay product, from the best throughput of the sweep and the idle
       // round trip of a 1-byte rr job: tens of KiB on a veth pair (the diagnostics say how many).
