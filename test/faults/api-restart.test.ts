@@ -8,6 +8,8 @@ let redis: TestRedis;
 let agent: NiclabProcess;
 let env: Record<string, string>;
 let client: ApiClient;
+/** API processes a failed test would otherwise leave running (and the runner waiting for them). */
+const apis: NiclabProcess[] = [];
 
 before(async () => {
   redis = await startTestRedis();
@@ -18,17 +20,23 @@ before(async () => {
 });
 
 after(async () => {
+  await Promise.all(apis.map((api) => api.stop()));
   await agent?.stop();
   await redis?.stop();
 });
 
 test('restarting the API (and its coordinator) mid-campaign loses nothing: the job finishes every run', async () => {
   const first = spawnNiclab(['api'], env);
+  apis.push(first);
   await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
   await waitFor('agent r', async () => (await client.call('getAgent', 'GET', '/v1/agents/r')).body.online);
   const submitted = await client.submit({ engine: 'builtin', duration: 1.5, repeat: 4, flows: [{ from: { agent: 'r', interface: 'lo' }, to: { agent: 'r', interface: 'lo' } }] });
   const id = submitted.body.id;
   await waitFor('the first run to finish', async () => (await client.job(id)).body.progress.runsDone >= 1, 20_000, 50);
+  // Runs finished before the restart are kept as they are, not made again (README: the job
+  // resumes where it was).
+  const finishedBefore = (await client.job(id)).body.runs.filter((r: { status: string }) => r.status === 'succeeded');
+  assert.ok(finishedBefore.length >= 1);
   assert.equal(await first.stop('SIGTERM'), 0, first.output());
 
   const second = spawnNiclab(['api'], env);
@@ -39,6 +47,7 @@ test('restarting the API (and its coordinator) mid-campaign loses nothing: the j
     assert.deepEqual(job.progress, { runsDone: 4, runsTotal: 4 });
     assert.equal(job.runs.length, 4);
     assert.ok(job.runs.every((r: { status: string }) => r.status === 'succeeded'), JSON.stringify(job.runs.map((r: { status: string; error: unknown }) => [r.status, r.error])));
+    for (const run of finishedBefore) assert.deepEqual(job.runs[run.index], run, `run ${run.index}, finished before the restart, is kept as it was`);
 
     // A replica on the same Redis answers the same job and list (metrics: test/e2e/loopback).
     const replicaPort = await freePort();
