@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/command';
-import { bareIperf3, flow, mbit, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
+import { bareIperf3Flows, bareIperf3Udp, flow, linkCounters, mbit, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
 
 // 4 hosts, every link 100 Mbit/s in both directions. Bare iperf3 on such a link gets ~95 Mbit/s.
@@ -20,62 +20,78 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
 
   const run = (spec: Record<string, unknown>) => t.client.succeed({ engine: 'builtin', ...spec }, 120_000);
 
-  /**
-   * Throughput targets are judged on the median of 3 repetitions per flow: the shaped links of
-   * this shared machine vary by about 5% from run to run (bare iperf3 too), so one slow run
-   * says nothing about niclab.
-   */
-  async function medians(spec: Record<string, unknown>) {
-    const job = await run({ ...spec, repeat: 3 });
-    const perFlow = job.runs[0].flows.map((_: unknown, i: number) => {
-      const values = job.runs.map((r: { flows: { bitsPerSecond: number }[] }) => mbit(r.flows[i]!.bitsPerSecond)).sort((a: number, b: number) => a - b);
-      return values[1] as number;
-    });
-    return { job, rates: perFlow as number[], all: job.runs.map((r: { flows: { bitsPerSecond: number }[] }) => r.flows.map((f) => mbit(f.bitsPerSecond).toFixed(1)).join('/')).join(' ') };
-  }
+  const host = (name: string) => t.lab.hosts.find((h) => h.name === name)!;
+  const middle = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+  const show = (rows: number[][]) => rows.map((r) => r.map((v) => v.toFixed(1)).join('/')).join(' ');
+
+  /** One measurement of every flow of a run, in Mbit/s, and the niclab job when niclab measured. */
+  type Measure = () => Promise<{ rates: number[]; job?: any }>;
+  const niclab = (spec: Record<string, unknown>): Measure => async () => {
+    const job = await run(spec);
+    return { job, rates: job.runs[0].flows.map((f: { bitsPerSecond: number }) => mbit(f.bitsPerSecond)) };
+  };
+  /** Bare iperf3 on the same paths at once (one client and server per path), as received by each server. */
+  const bare = (paths: [string, string][], seconds: number): Measure => async () => {
+    const results = await bareIperf3Flows(paths.map(([from, to]) => ({ from: host(from), to: host(to) })), seconds);
+    return { rates: results.map((r) => mbit(r.server.end.sum_received.bits_per_second as number)) };
+  };
 
   /**
-   * Two specs measured side by side, alternating A B A B A B, so that the machine's drift
-   * over a minute (about 5% here) falls on both alike; medians per flow of each.
+   * Measurements taken in turn, A B A B A B (or A B C ...), so that the machine's drift over a
+   * minute (about 5% here) falls on each alike. Per measure: medians per flow, the median of
+   * the per-flow sums, every run, and the niclab jobs. `ratio(a, b)` is the median over rounds
+   * of a's sum over b's sum: each ratio compares runs a few seconds apart.
    */
-  async function alternate(a: Record<string, unknown>, b: Record<string, unknown>, pairs = 3) {
-    const runs: { a: number[][]; b: number[][] } = { a: [], b: [] };
-    const jobs: { a: any[]; b: any[] } = { a: [], b: [] };
-    for (let i = 0; i < pairs; i++) {
-      for (const [key, spec] of [['a', a], ['b', b]] as const) {
-        const job = await run(spec);
-        jobs[key].push(job);
-        runs[key].push(job.runs[0].flows.map((f: { bitsPerSecond: number }) => mbit(f.bitsPerSecond)));
+  async function alternate(measures: Record<string, Measure>, rounds = 3) {
+    const rows: Record<string, number[][]> = {};
+    const jobs: Record<string, any[]> = {};
+    for (let i = 0; i < rounds; i++) {
+      for (const [key, measure] of Object.entries(measures)) {
+        const { rates, job } = await measure();
+        (rows[key] ??= []).push(rates);
+        if (job) (jobs[key] ??= []).push(job);
       }
     }
-    const middle = (values: number[]) => values.sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
-    const median = (rows: number[][]) => rows[0]!.map((_, i) => middle(rows.map((r) => r[i]!)));
-    const show = (rows: number[][]) => rows.map((r) => r.map((v) => v.toFixed(1)).join('/')).join(' ');
-    // Per pair, a over b for the first flow: each ratio compares two runs a few seconds apart.
-    const ratio = middle(runs.a.map((r, i) => r[0]! / runs.b[i]![0]!));
-    return { a: median(runs.a), b: median(runs.b), ratio, all: `${show(runs.a)} | ${show(runs.b)}`, jobs };
+    const sum = (r: number[]) => r.reduce((x, y) => x + y, 0);
+    const medians = Object.fromEntries(Object.entries(rows).map(([key, r]) => [key, r[0]!.map((_, i) => middle(r.map((row) => row[i]!)))]));
+    const sums = Object.fromEntries(Object.entries(rows).map(([key, r]) => [key, middle(r.map(sum))]));
+    const ratio = (a: string, b: string) => middle(rows[a]!.map((r, i) => sum(r) / sum(rows[b]![i]!)));
+    const all = Object.entries(rows).map(([key, r]) => `${key} ${show(r)}`).join(' | ');
+    return { medians, sums, ratio, all, jobs, rows };
   }
 
-  test('A -> D alone: at least 90 Mbit/s (or 95% of bare iperf3 right after, on a loaded machine), bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
-    const retransSegs = () => snmpCounter(t.lab.hosts[0]!.namespace, 'Tcp', 'RetransSegs');
-    const before = await retransSegs();
-    const { job, rates, all } = await medians({ duration: 4, flows: [flow('A', 'D')] });
-    const kernel = (await retransSegs()) - before;
-    const [f] = job.runs[0].flows;
-    const reported = job.runs.map((r: { flows: { retransmits: number }[] }) => r.flows[0]!.retransmits);
-    ctx.diagnostic(`A->D alone: median ${rates[0]!.toFixed(1)} Mbit/s (runs ${all}); retransmits ${reported.join('+')}, namespace A's RetransSegs +${kernel}`);
-    // A's namespace carried nothing else: its TCP RetransSegs grew by exactly what the builtin sender read from TCP_INFO.
-    assert.equal(reported.reduce((a: number, b: number) => a + b, 0), kernel);
-    // The issue's 90 Mbit/s is what this link gives on a quiet machine (bare iperf3 ~95). When
-    // the shared machine is loaded, bare iperf3 falls as well: niclab is then judged against it,
-    // measured right after (not between: it would add to A's RetransSegs).
-    if (rates[0]! < 90) {
-      const [A, , , D] = t.lab.hosts;
-      const bare: number[] = [];
-      for (let i = 0; i < 3; i++) bare.push(mbit((await bareIperf3(A!, D!, 4)).server.end.sum_received.bits_per_second as number));
-      const bareMedian = bare.sort((x, y) => x - y)[1]!;
-      ctx.diagnostic(`below 90: bare iperf3 A->D right after, median ${bareMedian.toFixed(1)} Mbit/s (${bare.map((v) => v.toFixed(1)).join(' ')})`);
-      assert.ok(rates[0]! >= 0.95 * bareMedian, `median ${rates[0]} Mbit/s (runs ${all}); bare iperf3 ${bareMedian}`);
+  /**
+   * niclab within this band of bare iperf3 on the same paths, measured alternately: the median
+   * over rounds of niclab's sum over bare's. On this shared 2-core machine the pair ratio of two
+   * runs a few seconds apart stays within a few percent (see the diagnostics); a wrong figure
+   * (double counting, a lost flow, a wrong unit) is far outside.
+   */
+  const BAND = [0.95, 1.05] as const;
+  const inBand = (ratio: number) => ratio >= BAND[0] && ratio <= BAND[1];
+  /** What a 100 Mbit/s tbf can carry; payload is less (headers), so no flow's figure may exceed it. */
+  const LINK = 100;
+
+  test('A -> D alone: within 5% of bare iperf3 on the same link (alternating) and below the link rate, bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
+    // A's RetransSegs is read around each niclab run only: bare iperf3's retransmits are not niclab's.
+    const retransSegs = () => snmpCounter(host('A').namespace, 'Tcp', 'RetransSegs');
+    let kernel = 0;
+    const counted: Measure = async () => {
+      const before = await retransSegs();
+      const measured = await niclab({ duration: 4, flows: [flow('A', 'D')] })();
+      kernel += (await retransSegs()) - before;
+      return measured;
+    };
+    const { medians, ratio, all, jobs } = await alternate({ niclab: counted, bare: bare([['A', 'D']], 4) });
+    const [rate] = medians.niclab!;
+    const [f] = jobs.niclab![0].runs[0].flows;
+    const reported = jobs.niclab!.map((job) => job.runs[0].flows[0].retransmits as number);
+    ctx.diagnostic(`A->D alone: niclab median ${rate!.toFixed(1)}, bare iperf3 ${medians.bare![0]!.toFixed(1)} Mbit/s, pair ratio ${ratio('niclab', 'bare').toFixed(3)} (${all}); retransmits ${reported.join('+')}, namespace A's RetransSegs +${kernel}`);
+    // A's namespace carried nothing else during niclab's runs: its TCP RetransSegs grew by exactly what the builtin sender read from TCP_INFO.
+    assert.equal(reported.reduce((a, b) => a + b, 0), kernel);
+    assert.ok(inBand(ratio('niclab', 'bare')), `niclab over bare iperf3, median pair ratio ${ratio('niclab', 'bare').toFixed(3)}; allowed ${BAND.join('-')} (${all})`);
+    for (const row of jobs.niclab!) {
+      const bps = mbit(row.runs[0].flows[0].bitsPerSecond);
+      assert.ok(bps <= LINK, `niclab ${bps.toFixed(1)} Mbit/s of payload on a ${LINK} Mbit/s link`);
     }
     assert.equal(f.receiver.bytes, f.sender.bytes);
     assert.equal(f.pathVerified, true);
@@ -89,32 +105,48 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     assert.equal(f.diagnostics.receiver.address, '198.18.0.4');
   });
 
-  // The issue's per-flow bands (40-55 and 27-37 Mbit/s) are fair shares of a link that
-  // delivers ~95 Mbit/s alone; they are judged as the same fractions of A -> D measured
-  // alternately in the same test, so a loaded machine slows both sides alike.
+  // The issue's per-flow bands (40-55 and 27-37 Mbit/s) are fair shares of a link that delivers
+  // ~95 Mbit/s. Fairness is the path's (the kernel's TCP into one tbf), not niclab's: bare iperf3's
+  // own fan-in on the same hosts, measured alternately in the same test, says what the path gives.
+  // Where its flows share fairly, niclab's must fall in the band too; where the path itself starves
+  // flows (seen under load: 10/11/77 Mbit/s for bare iperf3), niclab's flows, ranked, must match bare
+  // iperf3's, ranked.
   const REFERENCE = 95;
   for (const [senders, low, high] of [[['A', 'B'], 40, 55], [['A', 'B', 'C'], 27, 37]] as const) {
-    test(`${senders.join(',')} -> D: each flow ${low}-${high} of ${REFERENCE} Mbit/s alone, the sum within 5% of A -> D alone (measured alternately)`, async (ctx) => {
-      const fanIn = { duration: 6, flows: senders.map((s) => flow(s, 'D')) };
-      const { a: [alone], b: rates, all, jobs } = await alternate({ duration: 6, flows: [flow('A', 'D')] }, fanIn);
-      ctx.diagnostic(`${senders.join(',')}->D: medians ${rates.map((r) => r.toFixed(1)).join(', ')} Mbit/s; A->D alone ${alone!.toFixed(1)} (A->D | fan-in: ${all})`);
-      for (const rate of rates) {
-        const share = rate / alone!;
-        assert.ok(share >= low / REFERENCE && share <= high / REFERENCE, `shares ${rates.map((r) => (r / alone!).toFixed(3)).join(', ')} of ${alone}; allowed ${(low / REFERENCE).toFixed(3)}-${(high / REFERENCE).toFixed(3)} (${all})`);
+    test(`${senders.join(',')} -> D: per-flow shares as bare iperf3's fan-in on the same hosts (each ${low}-${high} of ${REFERENCE} where bare iperf3's are; ranked flows within 20% of a fair share of bare iperf3's), the sum within 5% of bare iperf3's (measured alternately)`, async (ctx) => {
+      const paths = senders.map((s) => [s, 'D'] as [string, string]);
+      const { medians, sums, ratio, all, jobs, rows } = await alternate({ niclab: niclab({ duration: 6, flows: senders.map((s) => flow(s, 'D')) }), bare: bare(paths, 6) });
+      const total = sums.bare!;
+      const fair = total / senders.length;
+      // Per rank (slowest flow first), the median over rounds: which sender wins a round is chance.
+      const ranked = (key: string) => senders.map((_, rank) => middle(rows[key]!.map((r) => [...r].sort((x, y) => x - y)[rank]!)));
+      const [mine, theirs] = [ranked('niclab'), ranked('bare')];
+      ctx.diagnostic(`${senders.join(',')}->D: niclab medians ${medians.niclab!.map((r) => r.toFixed(1)).join(', ')} Mbit/s, ranked ${mine.map((r) => r.toFixed(1)).join(', ')}; bare iperf3 fan-in medians ${medians.bare!.map((r) => r.toFixed(1)).join(', ')}, ranked ${theirs.map((r) => r.toFixed(1)).join(', ')}, total ${total.toFixed(1)}; sum pair ratio ${ratio('niclab', 'bare').toFixed(3)} (${all})`);
+      const [lo, hi] = [low / REFERENCE, high / REFERENCE];
+      if (theirs.every((r) => r / total >= lo && r / total <= hi)) {
+        for (const rate of medians.niclab!) {
+          const share = rate / total;
+          assert.ok(share >= lo && share <= hi, `shares ${medians.niclab!.map((r) => (r / total).toFixed(3)).join(', ')} of bare iperf3's fan-in total ${total.toFixed(1)}, whose own flows shared fairly (${theirs.map((r) => (r / total).toFixed(3)).join(', ')}); allowed ${lo.toFixed(3)}-${hi.toFixed(3)} (${all})`);
+        }
+      } else ctx.diagnostic(`bare iperf3's own fan-in did not share fairly (${theirs.map((r) => (r / total).toFixed(3)).join(', ')} of its total): the ranked comparison judges niclab`);
+      for (const [rank, rate] of mine.entries()) {
+        assert.ok(Math.abs(rate - theirs[rank]!) <= 0.2 * fair, `ranked flows: niclab ${mine.map((r) => r.toFixed(1)).join(', ')}, bare iperf3 ${theirs.map((r) => r.toFixed(1)).join(', ')} Mbit/s; allowed 20% of a fair share (${(0.2 * fair).toFixed(1)}) apart (${all})`);
       }
-      const sum = rates.reduce((x, y) => x + y, 0);
-      assert.ok(Math.abs(sum - alone!) / alone! <= 0.05, `sum ${sum} vs alone ${alone} (${all})`);
-      for (const job of jobs.b) for (const f of job.runs[0].flows) assert.equal(f.receiver.bytes, f.sender.bytes);
+      assert.ok(inBand(ratio('niclab', 'bare')), `sum: niclab over bare iperf3 fan-in, median pair ratio ${ratio('niclab', 'bare').toFixed(3)}; allowed ${BAND.join('-')} (${all})`);
+      for (const job of jobs.niclab!) for (const f of job.runs[0].flows) assert.equal(f.receiver.bytes, f.sender.bytes);
       // One receiver host served every sender at once: a receiver process and port of its own each.
-      const ports = new Set(jobs.b[0].runs[0].flows.map((f: { diagnostics: { receiver: { port: number } } }) => f.diagnostics.receiver.port));
+      const ports = new Set(jobs.niclab![0].runs[0].flows.map((f: { diagnostics: { receiver: { port: number } } }) => f.diagnostics.receiver.port));
       assert.equal(ports.size, senders.length);
     });
   }
 
-  test('A -> B together with C -> D (disjoint links): each at least 90 Mbit/s', async (ctx) => {
-    const { rates, all } = await medians({ duration: 4, flows: [flow('A', 'B'), flow('C', 'D')] });
-    ctx.diagnostic(`A->B with C->D: medians ${rates.map((r) => r.toFixed(1)).join(', ')} Mbit/s (runs ${all})`);
-    for (const rate of rates) assert.ok(rate >= 90, `medians ${rates.join(', ')} Mbit/s (runs ${all})`);
+  test('A -> B together with C -> D (disjoint links): each within 5% of bare iperf3 on the same two pairs at once (alternating), below the link rate', async (ctx) => {
+    const { medians, rows, all } = await alternate({ niclab: niclab({ duration: 4, flows: [flow('A', 'B'), flow('C', 'D')] }), bare: bare([['A', 'B'], ['C', 'D']], 4) });
+    // Per flow: its median pair ratio, niclab over bare on the same pair in the same round.
+    const ratios = [0, 1].map((i) => middle(rows.niclab!.map((r, round) => r[i]! / rows.bare![round]![i]!)));
+    ctx.diagnostic(`A->B with C->D: niclab medians ${medians.niclab!.map((r) => r.toFixed(1)).join(', ')}, bare iperf3 ${medians.bare!.map((r) => r.toFixed(1)).join(', ')} Mbit/s; pair ratios ${ratios.map((r) => r.toFixed(3)).join(', ')} (${all})`);
+    for (const ratio of ratios) assert.ok(inBand(ratio), `niclab over bare iperf3 per pair, median pair ratios ${ratios.map((r) => r.toFixed(3)).join(', ')}; allowed ${BAND.join('-')} (${all})`);
+    for (const rate of rows.niclab!.flat()) assert.ok(rate <= LINK, `niclab ${rate.toFixed(1)} Mbit/s of payload on a ${LINK} Mbit/s link (${all})`);
   });
 
   test('leases: two jobs on D submitted together never overlap; a job on A -> B runs beside them', async () => {
@@ -141,28 +173,42 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
   });
 
   test('direction reverse: D sends to A over the same named interfaces', async (ctx) => {
-    const { job, rates, all } = await medians({ duration: 4, direction: 'reverse', flows: [flow('A', 'D')] });
-    const [f] = job.runs[0].flows;
-    ctx.diagnostic(`reverse A<-D: median ${rates[0]!.toFixed(1)} Mbit/s (runs ${all})`);
+    // Bare iperf3 on the same path, D sending to A.
+    const { medians, ratio, all, jobs } = await alternate({ niclab: niclab({ duration: 4, direction: 'reverse', flows: [flow('A', 'D')] }), bare: bare([['D', 'A']], 4) });
+    const rates = medians.niclab!;
+    const [f] = jobs.niclab![0].runs[0].flows;
+    ctx.diagnostic(`reverse A<-D: niclab median ${rates[0]!.toFixed(1)}, bare iperf3 D->A ${medians.bare![0]!.toFixed(1)} Mbit/s, pair ratio ${ratio('niclab', 'bare').toFixed(3)} (${all})`);
     assert.equal(f.direction, 'reverse');
     assert.equal(f.diagnostics.sender.agent, 'D');
     assert.equal(f.diagnostics.receiver.agent, 'A');
     // The issue sets no figure for reverse; A -> D's 90 less a margin for this shared machine.
     assert.ok(rates[0]! >= 85, `median ${rates[0]} Mbit/s (runs ${all})`);
+    assert.ok(inBand(ratio('niclab', 'bare')), `niclab over bare iperf3 D->A, median pair ratio ${ratio('niclab', 'bare').toFixed(3)}; allowed ${BAND.join('-')} (${all})`);
+    assert.ok(rates[0]! <= LINK, `niclab ${rates[0]} Mbit/s of payload on a ${LINK} Mbit/s link`);
     assert.equal(f.receiver.bytes, f.sender.bytes);
     assert.ok(f.nic.to.txBytes >= f.sender.bytes && f.nic.from.rxBytes >= f.receiver.bytes);
     assert.equal(f.pathVerified, true);
   });
 
   test('direction bidir: both directions of A <-> D at once, each measured', async (ctx) => {
-    const { job, rates, all } = await medians({ duration: 4, direction: 'bidir', flows: [flow('A', 'D')] });
+    // Bare iperf3 both ways at once on the same path: A->D and D->A, a client and server each.
+    const { medians, rows, all, jobs } = await alternate({ niclab: niclab({ duration: 4, direction: 'bidir', flows: [flow('A', 'D')] }), bare: bare([['A', 'D'], ['D', 'A']], 4) });
+    const rates = medians.niclab!;
+    const job = jobs.niclab![0];
     const flows = job.runs[0].flows;
-    ctx.diagnostic(`bidir A<->D: medians forward ${rates[0]!.toFixed(1)}, reverse ${rates[1]!.toFixed(1)} Mbit/s (runs ${all})`);
+    const ratios = [0, 1].map((i) => middle(rows.niclab!.map((r, round) => r[i]! / rows.bare![round]![i]!)));
+    ctx.diagnostic(`bidir A<->D: niclab medians forward ${rates[0]!.toFixed(1)}, reverse ${rates[1]!.toFixed(1)}; bare iperf3 ${medians.bare!.map((r) => r.toFixed(1)).join(', ')} Mbit/s; pair ratios ${ratios.map((r) => r.toFixed(3)).join(', ')} (${all})`);
     assert.deepEqual(flows.map((f: { direction: string }) => f.direction), ['forward', 'reverse']);
     assert.ok(flows.every((f: { flowIndex: number }) => f.flowIndex === 0));
     // Each direction has its own 100 Mbit/s; only the other direction's ACKs share it. The
     // floor leaves room for four engine processes sharing this machine's two cores.
     for (const rate of rates) assert.ok(rate >= 70, `medians ${rates.join(', ')} Mbit/s (runs ${all})`);
+    // Four engine processes (two Node senders, two receivers) share two cores here, where bare
+    // iperf3's four are C: niclab may fall 10% short of bare iperf3 when other tests load the machine
+    // (seen: 0.941), never above it.
+    const BIDIR = [0.9, BAND[1]] as const;
+    for (const ratio of ratios) assert.ok(ratio >= BIDIR[0] && ratio <= BIDIR[1], `niclab over bare iperf3 per direction, median pair ratios ${ratios.map((r) => r.toFixed(3)).join(', ')}; allowed ${BIDIR.join('-')} (${all})`);
+    for (const rate of rows.niclab!.flat()) assert.ok(rate <= LINK, `niclab ${rate.toFixed(1)} Mbit/s of payload on a ${LINK} Mbit/s link (${all})`);
     const [forward, reverse] = flows;
     const took = Date.parse(job.runs[0].finishedAt) - Date.parse(job.runs[0].startedAt);
     assert.ok(took < 2 * 4000, `both directions ran at once (the run took ${took} ms for 4 s legs)`);
@@ -170,51 +216,78 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     assert.equal(reverse.diagnostics.sender.agent, 'D');
   });
 
-  test('builtin TCP and iperf3 TCP agree within 3% on a 100 Mbit link (5 alternating pairs); both measure CPU at both ends', async (ctx) => {
+  test('builtin TCP and iperf3 TCP agree within 3% on a 100 Mbit link, and each is within 5% of bare iperf3 (5 alternating rounds); both measure CPU at both ends', async (ctx) => {
     const spec = (engine: string) => ({ engine, duration: 4, flows: [flow('A', 'D')] });
-    const { a: [builtin], b: [iperf3], ratio, all, jobs } = await alternate(spec('builtin'), spec('iperf3'), 5);
-    ctx.diagnostic(`A->D builtin/iperf3 median pair ratio ${ratio.toFixed(3)}; medians builtin ${builtin!.toFixed(1)}, iperf3 ${iperf3!.toFixed(1)} Mbit/s (builtin | iperf3: ${all})`);
-    assert.ok(Math.abs(ratio - 1) <= 0.03, `median builtin/iperf3 ratio ${ratio} (${all})`);
-    for (const job of [...jobs.a, ...jobs.b]) {
+    // Both engines' figures pass through the same flowResult, so their agreement alone proves
+    // nothing about it: bare iperf3 on the same path is the third party.
+    const { medians, ratio, all, jobs } = await alternate({ builtin: niclab(spec('builtin')), iperf3: niclab(spec('iperf3')), bare: bare([['A', 'D']], 4) }, 5);
+    const engines = ratio('builtin', 'iperf3');
+    ctx.diagnostic(`A->D builtin/iperf3 median pair ratio ${engines.toFixed(3)}, builtin/bare ${ratio('builtin', 'bare').toFixed(3)}, iperf3/bare ${ratio('iperf3', 'bare').toFixed(3)}; medians builtin ${medians.builtin![0]!.toFixed(1)}, iperf3 ${medians.iperf3![0]!.toFixed(1)}, bare ${medians.bare![0]!.toFixed(1)} Mbit/s (${all})`);
+    assert.ok(Math.abs(engines - 1) <= 0.03, `median builtin/iperf3 ratio ${engines} (${all})`);
+    for (const engine of ['builtin', 'iperf3']) assert.ok(inBand(ratio(engine, 'bare')), `${engine} over bare iperf3, median pair ratio ${ratio(engine, 'bare').toFixed(3)}; allowed ${BAND.join('-')} (${all})`);
+    for (const job of [...jobs.builtin!, ...jobs.iperf3!]) {
       const [f] = job.runs[0].flows;
       assert.ok(f.sender.cpuSeconds > 0 && f.receiver.cpuSeconds > 0, `${job.spec.engine}: CPU at both ends`);
     }
   });
 
-  test('UDP offered above the link: every datagram niclab calls lost is one the kernel dropped, and sent = received + lost', async (ctx) => {
+  test('UDP offered above the link: the loss is the shaper\'s alone, as nominal and as bare iperf3 -u at the same offered rate (alternating); received as D\'s NIC counted', async (ctx) => {
     // A sends unshaped for this test, so the 100 Mbit/s bottleneck is D's receive side (the switch port).
-    const nsA = t.lab.hosts[0]!.namespace;
-    const nsD = t.lab.hosts[3]!.namespace;
+    const nsA = host('A').namespace;
+    const nsD = host('D').namespace;
     const sw = t.lab.switchNamespace;
     const reshape = (rate: string) => Promise.all([
       command('tc', ['-n', nsA, 'qdisc', 'replace', 'dev', 'eth1', 'root', 'tbf', 'rate', rate, 'burst', '500000b', 'latency', '50ms']),
       command('tc', ['-n', sw, 'qdisc', 'replace', 'dev', 'pA', 'root', 'tbf', 'rate', rate, 'burst', '500000b', 'latency', '50ms']),
     ]);
-    // Where a datagram from A to D can be dropped: the shapers on its path, and D's socket.
-    const drops = async () => {
-      const qdisc = async (ns: string, dev: string) => (JSON.parse(await command('tc', ['-n', ns, '-s', '-j', 'qdisc', 'show', 'dev', dev])) as { drops: number }[])[0]!.drops;
-      const snmp = await command('ip', ['netns', 'exec', nsD, 'cat', '/proc/net/snmp']);
-      const udp = snmp.split('\n').filter((line) => line.startsWith('Udp:'));
-      const names = udp[0]!.split(/\s+/);
-      const values = udp[1]!.split(/\s+/);
-      const socket = Number(values[names.indexOf('RcvbufErrors')]);
-      return (await qdisc(nsA, 'eth1')) + (await qdisc(sw, 'pA')) + (await qdisc(sw, 'pD')) + socket;
+    // Where a datagram from A to D can be dropped: the shapers on its path, and D's socket; and what D's NIC received.
+    const counters = async () => ({
+      shapers: (await qdiscDrops(nsA, 'eth1')) + (await qdiscDrops(sw, 'pA')) + (await qdiscDrops(sw, 'pD')),
+      socket: await snmpCounter(nsD, 'Udp', 'RcvbufErrors'),
+      nic: (await linkCounters(nsD)).rxPackets,
+    });
+    const offered = 150e6;
+    const size = 1400;
+    // 4 MiB holds a quarter second of what reaches D: a receiver that keeps up drops nothing in its socket.
+    const socketBuffer = 4194304;
+    const counted = async <T>(measure: () => Promise<T>) => {
+      const before = await counters();
+      const result = await measure();
+      const after = await counters();
+      return { result, shapers: after.shapers - before.shapers, socket: after.socket - before.socket, nic: after.nic - before.nic };
     };
+    // tbf meters whole frames; `offered` is payload: per 1400-byte datagram the link also
+    // carries 42 bytes of headers, so 100 Mbit/s delivers 97.1 Mbit/s of payload at best.
+    const expected = 1 - (100e6 * (size / (size + 42))) / offered;
     await reshape('1gbit');
     try {
-      const offered = 150e6;
-      const before = await drops();
-      const job = await run({ engine: 'iperf3', protocol: 'udp', duration: 4, udp: { packetSize: 1400, rate: { bitsPerSecond: offered } }, flows: [flow('A', 'D')] });
-      const kernel = (await drops()) - before;
-      const { udp } = job.runs[0].flows[0];
-      // tbf meters whole frames; `offered` is payload: per 1400-byte datagram the link also
-      // carries 42 bytes of headers, so 100 Mbit/s delivers 97.1 Mbit/s of payload at best.
-      const expected = 1 - (100e6 * (1400 / 1442)) / offered;
-      ctx.diagnostic(`UDP 150 Mbit/s into 100 Mbit/s: lossRatio ${udp.lossRatio.toFixed(3)} (nominal link: ${expected.toFixed(3)}), sent ${udp.sent}, received ${udp.received}, lost ${udp.lost}, kernel drops ${kernel}`);
-      assert.equal(udp.sent, udp.received + udp.lost);
-      assert.ok(udp.lossRatio > 0.2, `the shaper must drop about a third: ${udp.lossRatio}`);
-      // iperf3's control connection and ARP share the path; they are a handful of packets.
-      assert.ok(Math.abs(udp.lost - kernel) <= Math.max(20, udp.sent * 0.002), `niclab lost ${udp.lost}, the kernel dropped ${kernel}`);
+      const rounds = [];
+      for (let i = 0; i < 3; i++) {
+        const job = await counted(() => run({ engine: 'iperf3', protocol: 'udp', duration: 4, socketBuffer, udp: { packetSize: size, rate: { bitsPerSecond: offered } }, flows: [flow('A', 'D')] }));
+        const reference = await counted(() => bareIperf3Udp(host('A'), host('D'), 4, { packetSize: size, packetsPerSecond: offered / (size * 8), socketBuffer }));
+        rounds.push({ job, reference });
+      }
+      for (const { job: { result, shapers, socket, nic }, reference } of rounds) {
+        const { udp } = result.runs[0].flows[0];
+        ctx.diagnostic(`UDP 150 Mbit/s into 100 Mbit/s (nominal loss ${expected.toFixed(3)}): niclab lossRatio ${udp.lossRatio.toFixed(3)}, sent ${udp.sent}, received ${udp.received}, lost ${udp.lost}, shaper drops ${shapers}, D's RcvbufErrors +${socket}, D's NIC rx ${nic} | bare iperf3 -u lossRatio ${reference.result.lossRatio.toFixed(3)}, sent ${reference.result.sent}, lost ${reference.result.lost}, shaper drops ${reference.shapers}, RcvbufErrors +${reference.socket}`);
+      }
+      for (const { job: { result, shapers, socket, nic } } of rounds) {
+        const { udp } = result.runs[0].flows[0];
+        assert.ok(udp.lossRatio > 0.2, `the shaper must drop about a third: ${udp.lossRatio}`);
+        // About 8.7 kpps reach D with a quarter second of socket buffer: the receiver keeps up.
+        assert.equal(socket, 0, `D's UdpRcvbufErrors grew by ${socket}`);
+        // Every datagram niclab calls lost is one a shaper dropped; iperf3's control connection and ARP share the path: a handful of packets.
+        assert.ok(Math.abs(udp.lost - shapers) <= Math.max(20, udp.sent * 0.002), `niclab lost ${udp.lost}, the shapers dropped ${shapers}`);
+        // Independent of lost := sent - received: D's NIC received the datagrams niclab counts, plus
+        // the control connection's and ARP's few dozen frames.
+        assert.ok(udp.received <= nic && nic - udp.received <= 100, `D's NIC received ${nic} frames, niclab ${udp.received} datagrams`);
+      }
+      const loss = middle(rounds.map((r) => r.job.result.runs[0].flows[0].udp.lossRatio as number));
+      const bareLoss = middle(rounds.map((r) => r.reference.result.lossRatio));
+      // Both sides: the offered rate is constant and the shaper's fixed; 0.02 leaves room for the
+      // shapers' 500 kB bursts (about 1% of a 4 s run) and the start and end of the run.
+      assert.ok(Math.abs(loss - expected) <= 0.02, `median loss ratio ${loss.toFixed(3)}; nominal ${expected.toFixed(3)} (within 0.02)`);
+      assert.ok(Math.abs(loss - bareLoss) <= 0.02, `median loss ratio ${loss.toFixed(3)}; bare iperf3 -u at the same offered rate ${bareLoss.toFixed(3)} (within 0.02)`);
     } finally {
       await reshape('100mbit');
     }
