@@ -2,6 +2,7 @@ import { hostname, release } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry, type AgentRecord } from '@niclab/shared/agent-registry';
+import { CancelBus, type CancelMessage } from '@niclab/shared/cancel-bus';
 import type { Config } from '@niclab/shared/config';
 import { Keys } from '@niclab/shared/keys';
 import { Leases } from '@niclab/shared/leases';
@@ -14,14 +15,6 @@ import { probeEngines } from './engines/registry.js';
 import { readInterfaces } from './interfaces.js';
 import { processTask } from './processor.js';
 import { Tuner } from './tuning.js';
-
-/** A cancel announcement: a whole job, or one abandoned run. */
-export interface CancelMessage {
-  jobId?: string;
-  runId?: string;
-  code?: string;
-  message?: string;
-}
 
 /** How often a running end checks that its run still holds the lease on its interface. */
 const LEASE_CHECK_MS = 1000;
@@ -67,8 +60,7 @@ export class AgentService {
     // Settings a previous life of this agent left applied (it died mid-run) go back first.
     await this.tuner.recover();
     await this.heartbeat();
-    await this.subscriber.subscribe(this.keys.cancelChannel);
-    this.subscriber.on('message', (_channel: string, text: string) => this.onCancel(text));
+    await new CancelBus(this.redis, this.keys).listen(this.subscriber, (message) => this.onCancel(message));
     // BullMQ never closes a connection it is given; stop() does.
     this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: `niclab-agent-${this.id}-worker` });
     this.worker = new Worker(this.keys.agentQueue(this.id), (job: Job<Task>) => this.handle(job.data), {
@@ -176,16 +168,10 @@ export class AgentService {
     }, LEASE_CHECK_MS);
   }
 
-  private onCancel(text: string): void {
-    let message: CancelMessage;
-    try {
-      message = JSON.parse(text) as CancelMessage;
-    } catch {
-      return;
-    }
+  private onCancel(message: CancelMessage): void {
     for (const { task, controller } of this.running.values()) {
-      if ((message.jobId && task.jobId === message.jobId) || (message.runId && task.runId === message.runId)) {
-        controller.abort({ code: message.code ?? 'canceled', message: message.message ?? 'The run was canceled.' });
+      if (('jobId' in message && task.jobId === message.jobId) || ('runId' in message && task.runId === message.runId)) {
+        controller.abort({ code: message.code, message: message.message });
       }
     }
   }

@@ -4,7 +4,8 @@ import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contrac
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { publishJobEvent } from '@niclab/shared/events';
-import type { EndReport, ReadyReply, Task } from '@niclab/shared/task';
+import { RunChannel } from '@niclab/shared/run-channel';
+import type { EndReport, Task } from '@niclab/shared/task';
 import { taskProblems } from '@niclab/shared/task-check';
 import type { Engine } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
@@ -15,8 +16,6 @@ import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, rea
 let bootId: Promise<string | undefined> | undefined;
 const readBootId = () => (bootId ??= readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((id) => id.trim(), () => undefined));
 
-/** Replies live long enough for a coordinator to read them, then expire. */
-const REPLY_TTL_SECONDS = 3600;
 /** Raw engine output larger than this is not kept (a long run with fine intervals). */
 export const RAW_OUTPUT_MAX_BYTES = 8 * 1024 * 1024;
 
@@ -34,12 +33,12 @@ export interface ProcessorDeps {
  * reads the interface's counters around the engine, and always answers with a report.
  */
 export async function processTask(task: Task, signal: AbortSignal, deps: ProcessorDeps): Promise<EndReport> {
-  const { redis, keys } = deps;
+  const channel = new RunChannel(deps.redis, deps.keys, task.runId);
   const log = deps.log.child({ jobId: task.jobId, runId: task.runId, leg: task.leg, role: task.role, interface: task.interface });
   const diagnostics: EndDiagnostics = { agent: deps.agentId, interface: task.interface, address: '', port: null, command: [] };
   const report = async (error: ErrorInfo | null, rest: Partial<EndReport> = {}): Promise<EndReport> => {
     const full: EndReport = { leg: task.leg, role: task.role, figures: null, intervals: [], nic: null, error, diagnostics, bootId: await readBootId(), ...rest };
-    await redis.multi().rpush(keys.runResults(task.runId), JSON.stringify(full)).expire(keys.runResults(task.runId), REPLY_TTL_SECONDS).exec();
+    await channel.postReport(full);
     log.info({ outcome: error ? error.code : 'ok', bitsPerSecond: full.figures?.realBitsPerSecond }, 'task finished');
     return full;
   };
@@ -49,8 +48,8 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const engine = engineFor(task.engine);
   if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
-  if (await redis.exists(keys.runAbandoned(task.runId))) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  if (!task.tuning) return measure(task, engine, signal, deps, diagnostics, report, log);
+  if (await channel.isAbandoned()) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
+  if (!task.tuning) return measure(task, engine, signal, deps, channel, diagnostics, report, log);
   if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
   const tuner = deps.tuner;
   try {
@@ -71,7 +70,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return report(error, rest);
   };
   try {
-    return await measure(task, engine, signal, deps, diagnostics, restoreThenReport, log);
+    return await measure(task, engine, signal, deps, channel, diagnostics, restoreThenReport, log);
   } finally {
     await release();
   }
@@ -83,6 +82,7 @@ async function measure(
   engine: Engine,
   signal: AbortSignal,
   deps: ProcessorDeps,
+  channel: RunChannel,
   diagnostics: EndDiagnostics,
   report: (error: ErrorInfo | null, rest?: Partial<EndReport>) => Promise<EndReport>,
   log: Logger,
@@ -106,8 +106,7 @@ async function measure(
       void publishJobEvent(redis, keys, task.jobId, { type: 'interval', runId: task.runId, leg: task.leg, role: 'receiver', agent: deps.agentId, interface: task.interface, interval: sample }).catch(() => undefined);
     },
     ready: (port) => {
-      const reply: ReadyReply = { leg: task.leg, address, port };
-      void redis.multi().rpush(keys.runReady(task.runId), JSON.stringify(reply)).expire(keys.runReady(task.runId), REPLY_TTL_SECONDS).exec();
+      void channel.postReady({ leg: task.leg, address, port });
     },
   });
   diagnostics.engineEndedAt = new Date().toISOString();
@@ -121,7 +120,7 @@ async function measure(
   if (outcome.raw !== undefined) {
     const bytes = Buffer.byteLength(outcome.raw);
     if (bytes <= RAW_OUTPUT_MAX_BYTES) {
-      await redis.hset(keys.runRaw(task.runId), `${task.leg}:${task.role}`, outcome.raw);
+      await channel.saveRaw(task.leg, task.role, outcome.raw);
       rawKept = true;
     } else {
       log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');

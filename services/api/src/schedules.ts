@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { FieldError, JobSpec } from '@niclab/shared/contract';
+import type { ErrorInfo, FieldError, JobSpec } from '@niclab/shared/contract';
 import type { components } from '@niclab/shared/generated/openapi';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
@@ -152,7 +152,7 @@ export class Schedules {
     const { store } = this.services;
     const id = randomUUID();
     await store.create(id, spec, 0, owner);
-    const error = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
+    const error: ErrorInfo = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
     return (await store.get(id))!;
   }

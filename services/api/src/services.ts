@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry } from '@niclab/shared/agent-registry';
+import { CancelBus } from '@niclab/shared/cancel-bus';
 import type { Config } from '@niclab/shared/config';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
@@ -25,6 +26,7 @@ export interface ApiServices {
   metrics: Metrics;
   schedules: Schedules;
   events: EventHub;
+  cancels: CancelBus;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const events = new EventHub(redis, keys);
   return {
     config, policy, log, keys, redis, jobsQueue, store, agents, schedules, events,
+    cancels: new CancelBus(redis, keys),
     metrics: createMetrics({ store, agents, jobsQueue, leases: new Leases(redis, keys) }),
     async close() {
       events.close();

@@ -1,37 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentRegistry, MISSED_HEARTBEATS } from '@niclab/shared/agent-registry';
+import { AgentRegistry } from '@niclab/shared/agent-registry';
+import { strategyFor } from '@niclab/shared/campaign';
+import { CancelBus } from '@niclab/shared/cancel-bus';
 import type { Config } from '@niclab/shared/config';
-import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/contract';
+import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/contract';
 import { JobStore } from '@niclab/shared/job-store';
 import { Keys } from '@niclab/shared/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
-import { expectedRuns, pointStates } from '@niclab/shared/campaign';
-import { legsOf, paramsAt, planRuns, pointKey, type PlannedRun } from '@niclab/shared/plan';
+import type { PlannedRun } from '@niclab/shared/plan';
 import { createRedis } from '@niclab/shared/redis';
-import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/task';
-import { collect } from './collect.js';
-import { flowResult, pickError } from './flow-result.js';
+import { RetryPolicy } from './retry-policy.js';
+import { RunExecution, type RunDeps } from './run-execution.js';
+import { SHUTDOWN } from './run-outcome.js';
 
-/** The common start instant is this far after the last receiver is ready, so every sender is connected by then. */
-const START_DELAY_MS = 300;
-/** Reports of ends killed at the deadline need a moment to arrive. */
-const REPORT_GRACE_MS = 2000;
-const ABANDONED_TTL_SECONDS = 3600;
 /** How often a job waiting for interface leases tries again. */
 const LEASE_RETRY_MS = 200;
-/** The abort reason of a coordinator that is stopping: its job is interrupted, not ended. */
-const SHUTDOWN = 'coordinator_shutdown';
 /** How often a coordinator deletes what retention no longer keeps. */
 const RETENTION_SWEEP_MS = 10 * 60 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
-/** Failures outside the measurement, which a job's `retries` makes again. */
-const RETRYABLE = new Set(['agent_lost', 'agent_offline', 'peer_unavailable']);
-type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
-/** How often a running run checks that its agents are still alive. */
-const LIVENESS_CHECK_MS = 1000;
 /**
  * A coordinator killed outright (SIGKILL) stops renewing its hold on the job: the hold lapses
  * after JOB_LOCK_MS, and any coordinator's stalled check (every JOB_STALLED_CHECK_MS) then
@@ -71,6 +60,8 @@ export class Coordinator {
   private readonly store: JobStore;
   private readonly registry: AgentRegistry;
   private readonly leases: Leases;
+  private readonly cancels: CancelBus;
+  private readonly runDeps: RunDeps;
   private readonly agentQueues = new Map<string, Queue>();
   private readonly active = new Map<string, AbortController>();
   private worker: Worker | undefined;
@@ -84,19 +75,18 @@ export class Coordinator {
     this.store = new JobStore(this.redis, this.keys);
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
+    this.cancels = new CancelBus(this.redis, this.keys);
+    this.runDeps = {
+      redis: this.redis, keys: this.keys, store: this.store, registry: this.registry, leases: this.leases, cancels: this.cancels,
+      queueFor: (agentId) => this.queueFor(agentId), setupSeconds: config.setupSeconds,
+    };
   }
 
   async start(): Promise<void> {
     const moved = await this.store.results.migrate();
     if (moved > 0) this.log.info({ summaries: moved }, 'history moved to the indexed layout');
-    await this.subscriber.subscribe(this.keys.cancelChannel);
-    this.subscriber.on('message', (_channel: string, text: string) => {
-      try {
-        const { jobId } = JSON.parse(text) as { jobId?: string };
-        if (jobId) this.active.get(jobId)?.abort({ code: 'canceled', message: 'The job was canceled.' });
-      } catch {
-        // not ours to read
-      }
+    await this.cancels.listen(this.subscriber, (message) => {
+      if ('jobId' in message) this.active.get(message.jobId)?.abort({ code: 'canceled', message: 'The job was canceled.' });
     });
     // BullMQ never closes a connection it is given; stop() does.
     this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: 'niclab-coordinator-worker' });
@@ -134,7 +124,7 @@ export class Coordinator {
 
   async stop(): Promise<void> {
     clearInterval(this.retentionTimer);
-    for (const controller of this.active.values()) controller.abort({ code: SHUTDOWN, message: 'the coordinator is shutting down' });
+    for (const controller of this.active.values()) controller.abort(SHUTDOWN);
     await this.worker?.close();
     this.workerConnection?.disconnect();
     await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
@@ -143,8 +133,9 @@ export class Coordinator {
   }
 
   /**
-   * Runs a job to its end. Safe to call again for a job whose coordinator died: finished runs
-   * are kept. A coordinator that stops mid-job puts the job back in the queue for another.
+   * Runs a job to its end: asks its campaign strategy for the next run until there is none.
+   * Safe to call again for a job whose coordinator died: finished runs are kept. A coordinator
+   * that stops mid-job puts the job back in the queue for another.
    */
   async processJob(jobId: string, bullJob?: BullJob<JobMessage>, token?: string): Promise<void> {
     const job = await this.store.get(jobId);
@@ -153,78 +144,76 @@ export class Coordinator {
     const controller = new AbortController();
     this.active.set(jobId, controller);
     try {
-      const planned = planRuns(job.spec);
+      const strategy = strategyFor(job.spec);
       const stored = await this.store.listRuns(jobId);
-      const done = new Map(stored.filter((r) => TERMINAL_STATUSES.includes(r.status)).map((r) => [r.index, r]));
+      const finished = new Map(stored.filter(isFinished).map((r) => [r.index, r]));
       // A run still `running` was under a coordinator that died without stopping: it is made
       // again, and the lost attempt is kept in the new one's record.
-      const interrupted = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
-      let failed = [...done.values()].filter((r) => r.status === 'failed');
-      log.info({ runs: planned.length, resumedAt: done.size, ...(interrupted.size > 0 ? { interruptedRuns: [...interrupted.keys()] } : {}) }, 'job started');
-      // Where each point stands (adaptive repetition), recomputed only when a run has ended.
-      const standing = () => pointStates(job.spec, [...done.values()].filter((r) => r.status !== 'canceled'));
-      let states = standing();
-      for (const plan of planned) {
-        if (done.has(plan.index)) continue;
-        // Adaptive repetition: a point whose interval is tight enough needs no more runs.
-        if (states.get(pointKey(plan.point))?.settled) continue;
-        // The job's retry policy: a run that failed for a reason outside the measurement is
-        // made again (a new run id, the same index), at most `retries` times.
-        const lostRun = interrupted.get(plan.index);
-        const earlier: EarlierAttempt[] = lostRun
-          ? [...(lostRun.earlierAttempts ?? []), { id: lostRun.id, startedAt: lostRun.startedAt, finishedAt: null, error: { code: 'coordinator_lost', message: 'the coordinator running this attempt died (its hold on the job lapsed); the job was resumed by another' } }]
-          : [];
-        const retried = () => earlier.filter((e) => RETRYABLE.has(e.error.code)).length;
-        let run: Run | null = null;
-        for (;;) {
-          const runId = randomUUID();
-          const targets = await this.leaseTargets(job.spec);
-          // Jobs that share interfaces take turns run by run: after a run, a job lets one that
-          // waits for the same interfaces go first, so two campaigns submitted together
-          // alternate (A B A B) and a drift of the machine falls on both alike.
-          if (run || done.size > 0) await this.yieldToWaiters(jobId, targets, controller.signal);
-          if (!(await this.waitForLeases(jobId, runId, targets, controller.signal))) break;
-          try {
-            // A job waiting for its first run's leases is still queued; it runs once it holds them.
-            if (job.status === 'queued') {
-              if (!(await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return;
-              job.status = 'running';
-            }
-            run = await this.executeRun(job, plan, runId, targets, controller.signal, log, earlier);
-          } finally {
-            await this.leases.release(runId, targets);
-          }
-          if (run.status !== 'failed' || !RETRYABLE.has(run.error?.code ?? '') || retried() >= (job.spec.retries ?? 0)) break;
-          earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error! });
-          log.info({ run: plan.index, attempt: earlier.length + 1, after: run.error?.code }, 'run made again (retries)');
-        }
-        if (!run || run.status === 'queued') break; // canceled, or interrupted by shutdown: it runs again on resume
-        done.set(plan.index, run);
-        if (run.status === 'failed') failed = [...failed, run];
-        states = standing();
-        await this.store.setProgress(jobId, done.size, expectedRuns(job.spec, states));
+      const lostWithCoordinator = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
+      log.info({ runs: strategy.expectedRuns(finished), resumedAt: finished.size, ...(lostWithCoordinator.size > 0 ? { interruptedRuns: [...lostWithCoordinator.keys()] } : {}) }, 'job started');
+      for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {
+        const run = await this.attempts(job, plan, new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), finished.size > 0, controller.signal, log);
+        if (!run || run.status === 'interrupted') break; // stopped before it started, or by a shutdown: it runs again on resume
+        finished.set(plan.index, run);
+        await this.store.setProgress(jobId, finished.size, strategy.expectedRuns(finished));
       }
-      if ((controller.signal.reason as ErrorInfo | undefined)?.code === SHUTDOWN && bullJob && token) {
-        log.info({ runsDone: done.size }, 'job interrupted by shutdown; back in the queue');
+      if ((controller.signal.reason as ErrorInfo | undefined)?.code === SHUTDOWN.code && bullJob && token) {
+        log.info({ runsDone: finished.size }, 'job interrupted by shutdown; back in the queue');
         await bullJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
       if (controller.signal.aborted) return; // the API already moved the job to canceled
-      const finishedAt = new Date().toISOString();
-      if (failed.length === 0) {
-        await this.store.transition(jobId, ['running'], 'succeeded', { finishedAt, error: null });
-      } else {
-        const first = failed[0]?.error;
-        const error: ErrorInfo = {
-          code: failed.length === done.size && first ? first.code : 'runs_failed',
-          message: `${failed.length} of ${done.size} runs failed${first ? `; first: ${first.message}` : ''}`,
-        };
-        await this.store.transition(jobId, ['running'], 'failed', { finishedAt, error });
-      }
-      log.info({ outcome: failed.length === 0 ? 'succeeded' : 'failed', failedRuns: failed.length }, 'job finished');
+      await this.finish(job, [...finished.values()], log);
     } finally {
       this.active.delete(jobId);
     }
+  }
+
+  /**
+   * One planned run, made again while the retry policy says so. Each attempt waits for its
+   * interface leases (letting a job that waits for the same ones go first) and releases them.
+   * Null when the job was canceled or stopped before an attempt could start.
+   */
+  private async attempts(job: Job, plan: PlannedRun, retry: RetryPolicy, ranBefore: boolean, signal: AbortSignal, log: Logger): Promise<Run | null> {
+    let run: Run | null = null;
+    for (;;) {
+      const runId = randomUUID();
+      const targets = await this.leaseTargets(job.spec);
+      // Jobs that share interfaces take turns run by run: after a run, a job lets one that
+      // waits for the same interfaces go first, so two campaigns submitted together
+      // alternate (A B A B) and a drift of the machine falls on both alike.
+      if (run || ranBefore) await this.yieldToWaiters(job.id, targets, signal);
+      if (!(await this.waitForLeases(job.id, runId, targets, signal))) return run;
+      try {
+        // A job waiting for its first run's leases is still queued; it runs once it holds them.
+        if (job.status === 'queued') {
+          if (!(await this.store.transition(job.id, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return null;
+          job.status = 'running';
+        }
+        run = await new RunExecution(this.runDeps, job, plan, runId, targets, retry.earlier, log).execute(signal);
+      } finally {
+        await this.leases.release(runId, targets);
+      }
+      if (!retry.again(run)) return run;
+      log.info({ run: plan.index, attempt: retry.earlier.length + 1, after: run.error?.code }, 'run made again (retries)');
+    }
+  }
+
+  /** The job's end: succeeded when every run did, else failed with the first failure's error. */
+  private async finish(job: Job, runs: Run[], log: Logger): Promise<void> {
+    const failed = runs.filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index);
+    const finishedAt = new Date().toISOString();
+    if (failed.length === 0) {
+      await this.store.transition(job.id, ['running'], 'succeeded', { finishedAt, error: null });
+    } else {
+      const first = failed[0]?.error;
+      const error: ErrorInfo = {
+        code: failed.length === runs.length && first ? first.code : 'runs_failed',
+        message: `${failed.length} of ${runs.length} runs failed${first ? `; first: ${first.message}` : ''}`,
+      };
+      await this.store.transition(job.id, ['running'], 'failed', { finishedAt, error });
+    }
+    log.info({ outcome: failed.length === 0 ? 'succeeded' : 'failed', failedRuns: failed.length }, 'job finished');
   }
 
   /**
@@ -274,142 +263,5 @@ export class Coordinator {
       this.agentQueues.set(agentId, queue);
     }
     return queue;
-  }
-
-  private async dispatch(agentId: string, task: Task): Promise<void> {
-    await this.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
-  }
-
-  private async executeRun(job: Job, plan: PlannedRun, runId: string, targets: LeaseTarget[], signal: AbortSignal, jobLog: Logger, earlier: EarlierAttempt[]): Promise<Run> {
-    const spec = job.spec;
-    const t0 = Date.now();
-    const run: Run = {
-      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
-      status: 'running', startedAt: new Date(t0).toISOString(), finishedAt: null, flows: [], error: null,
-      ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
-    };
-    const log = jobLog.child({ runId: run.id, run: plan.index });
-    await this.store.saveRun(run);
-    const params = paramsAt(spec, plan.point);
-    const deadline = t0 + (params.duration + this.config.setupSeconds) * 1000;
-    const legs = legsOf(spec);
-    const n = legs.length;
-    const ready = new Map<number, ReadyReply>();
-    const senders = new Map<number, EndReport>();
-    const receivers = new Map<number, EndReport>();
-    const onItem = (key: string, value: string) => {
-      if (key === this.keys.runReady(run.id)) {
-        const reply = JSON.parse(value) as ReadyReply;
-        ready.set(reply.leg, reply);
-      } else {
-        const report = JSON.parse(value) as EndReport;
-        (report.role === 'sender' ? senders : receivers).set(report.leg, report);
-      }
-    };
-    const blocking = this.redis.duplicate();
-    let failure: ErrorInfo | null = null;
-    const leaseCount = this.leases.distinct(targets).length;
-    const renew = setInterval(() => {
-      this.leases.renew(run.id, targets).then(
-        (held) => held < leaseCount && log.warn({ held, of: leaseCount }, 'lost an interface lease'),
-        (error: unknown) => log.warn({ err: error }, 'lease renewal failed'),
-      );
-    }, this.leases.renewEveryMs);
-    const involved = spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
-    // An agent that dies mid-run (missed heartbeats, or stopped) ends the run at once as
-    // agent_lost, rather than at its deadline; its peers' engines are then told to stop.
-    let lost: string[] = [];
-    const liveness = setInterval(() => {
-      this.offlineAgents(involved).then(
-        (offline) => {
-          if (offline.length > 0 && lost.length === 0) {
-            lost = offline;
-            log.warn({ agents: offline }, 'agent lost mid-run');
-          }
-        },
-        () => undefined, // Redis unreachable: the deadline still bounds the run
-      );
-    }, LIVENESS_CHECK_MS);
-    try {
-      const offline = await this.offlineAgents(involved);
-      if (offline.length > 0) {
-        failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
-      } else {
-        log.info({ flows: spec.flows.length, legs: n, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: plan.point, repetition: plan.repetition }, 'run started');
-        const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}) };
-        await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
-        // Receivers get half the setup allowance to start; the other half is the senders' margin.
-        const setupDeadline = t0 + this.config.setupSeconds * 500;
-        await collect(blocking, [this.keys.runReady(run.id), this.keys.runResults(run.id)], setupDeadline, signal, onItem, () => lost.length > 0 || legs.every((_, i) => ready.has(i) || receivers.has(i)));
-        const notReady = legs.filter((_, i) => !ready.has(i) && !receivers.has(i));
-        if (lost.length > 0) {
-          // reported below
-        } else if (!signal.aborted && notReady.length > 0) {
-          failure = {
-            code: 'peer_unavailable',
-            message: notReady.map((leg) => `the receiver on agent ${leg.receiver.agent} (${leg.receiver.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; '),
-          };
-        } else if (!signal.aborted) {
-          const startAt = Date.now() + START_DELAY_MS;
-          await Promise.all(
-            legs.map((leg, i) => {
-              const peer = ready.get(i);
-              if (!peer) return Promise.resolve(); // its receiver already failed and reported
-              return this.dispatch(leg.sender.agent, { ...base, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
-            }),
-          );
-          const expected = legs.filter((_, i) => ready.has(i)).length;
-          await collect(blocking, [this.keys.runResults(run.id)], deadline + REPORT_GRACE_MS, signal, onItem, () => lost.length > 0 || (senders.size >= expected && receivers.size >= n));
-        }
-        if (lost.length > 0) {
-          // A stopping agent reports its ends (agent_shutdown) before it deregisters: read the
-          // reports already there, so the run names that cause rather than agent_lost.
-          const results = this.keys.runResults(run.id);
-          let item: string | null;
-          while ((item = await this.redis.lpop(results))) onItem(results, item);
-          const shutdown = [...senders.values(), ...receivers.values()].find((report) => report.error?.code === 'agent_shutdown')?.error;
-          failure = shutdown ?? { code: 'agent_lost', message: `agent ${lost.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };
-        }
-      }
-    } finally {
-      clearInterval(liveness);
-      clearInterval(renew);
-      blocking.disconnect();
-    }
-    run.flows = legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, senders.get(i), receivers.get(i)));
-    run.flows.forEach((flow, i) => {
-      for (const [end, report] of [['sender', senders.get(i)], ['receiver', receivers.get(i)]] as const) {
-        const diagnostics = flow.diagnostics[end];
-        if (report?.rawKept && diagnostics) diagnostics.rawOutput = `/v1/jobs/${run.jobId}/runs/${run.index}/flows/${i}/${end}/raw`;
-      }
-    });
-    run.finishedAt = new Date().toISOString();
-    const reason = signal.reason as ErrorInfo | undefined;
-    if (reason?.code === SHUTDOWN) {
-      run.status = 'queued';
-      run.error = { code: SHUTDOWN, message: 'interrupted by a coordinator shutdown; it runs again when the job resumes' };
-    } else if (signal.aborted) {
-      run.status = 'canceled';
-      run.error = { code: reason?.code ?? 'canceled', message: reason?.message ?? 'The job was canceled.' };
-    } else {
-      run.error = failure ?? pickError(run.flows.map((f) => f.error));
-      run.status = run.error ? 'failed' : 'succeeded';
-    }
-    if (run.status !== 'succeeded') await this.abandon(run);
-    await this.store.saveRun(run);
-    log.info({ outcome: run.status, error: run.error?.code, bitsPerSecond: run.flows.map((f) => f.bitsPerSecond) }, 'run finished');
-    return run;
-  }
-
-  private async offlineAgents(ids: string[]): Promise<string[]> {
-    const unique = [...new Set(ids)];
-    const agents = await Promise.all(unique.map((id) => this.registry.get(id)));
-    return unique.filter((_, i) => !agents[i]?.online);
-  }
-
-  /** Tells every agent to end this run's engine processes, and keeps queued tasks of it from starting. */
-  private async abandon(run: Run): Promise<void> {
-    await this.redis.set(this.keys.runAbandoned(run.id), '1', 'EX', ABANDONED_TTL_SECONDS);
-    await this.redis.publish(this.keys.cancelChannel, JSON.stringify({ runId: run.id, code: run.error?.code ?? 'canceled', message: run.error?.message }));
   }
 }

@@ -1,16 +1,6 @@
 import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/contract';
 import type { EndReport, Leg } from '@niclab/shared/task';
-
-/** Errors that are consequences of another failure; a root cause is reported in preference. */
-const CONSEQUENCES = new Set(['canceled', 'deadline_exceeded', 'no_data', 'no_report']);
-
-/** Errors that explain the others: an end whose agent went away makes its peer fail too. */
-const CAUSES = new Set(['agent_shutdown', 'agent_lost']);
-
-export function pickError(errors: (ErrorInfo | null | undefined)[]): ErrorInfo | null {
-  const present = errors.filter((e): e is ErrorInfo => !!e);
-  return present.find((e) => CAUSES.has(e.code)) ?? present.find((e) => !CONSEQUENCES.has(e.code)) ?? present[0] ?? null;
-}
+import { pickError } from './run-outcome.js';
 
 /** One leg's result from its two ends' reports. */
 export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {

@@ -3,7 +3,7 @@
  * the headline figure each run contributes to its point's statistics.
  */
 import type { JobSpec, Run } from './contract.js';
-import { pointKey, repetitions, sweepPoints } from './plan.js';
+import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from './plan.js';
 import { halfWidthPercent, summarize } from './statistics.js';
 
 /** The figure a point's statistics are about: throughput of all its legs, or rr transactions/s. */
@@ -65,4 +65,51 @@ export function pointStates(spec: JobSpec, finished: Run[]): Map<string, PointSt
 export function expectedRuns(spec: JobSpec, states: Map<string, PointState>): number {
   const { max } = repetitions(spec);
   return [...states.values()].reduce((sum, s) => sum + (s.settled ? s.made : max), 0);
+}
+
+/**
+ * How a campaign chooses its runs, one at a time: the coordinator asks for the next run to
+ * make until there is none. A rate search is another strategy beside sweep × repeat.
+ */
+export interface CampaignStrategy {
+  /** The next run to make, given every run finished so far (by plan index), or null when the campaign is complete. */
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null;
+  /** Runs the campaign will make in all, as far as it can tell now (its progress total). */
+  expectedRuns(finished: ReadonlyMap<number, Run>): number;
+}
+
+/**
+ * Every sweep point, each repeated `repeat` times, or adaptively: a point whose interval is
+ * tight enough (or that reached `max`) needs no more runs. Runs go in plan order.
+ */
+export class SweepRepeat implements CampaignStrategy {
+  private readonly planned: PlannedRun[];
+  /** Every planned run before this one is finished or no longer needed (a settled point stays settled). */
+  private cursor = 0;
+
+  constructor(private readonly spec: JobSpec) {
+    this.planned = planRuns(spec);
+  }
+
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
+    const states = this.states(finished);
+    for (; this.cursor < this.planned.length; this.cursor++) {
+      const plan = this.planned[this.cursor]!;
+      if (!finished.has(plan.index) && !states.get(pointKey(plan.point))?.settled) return plan;
+    }
+    return null;
+  }
+
+  expectedRuns(finished: ReadonlyMap<number, Run>): number {
+    return expectedRuns(this.spec, this.states(finished));
+  }
+
+  private states(finished: ReadonlyMap<number, Run>): Map<string, PointState> {
+    return pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled'));
+  }
+}
+
+/** The strategy a job's spec asks for. */
+export function strategyFor(spec: JobSpec): CampaignStrategy {
+  return new SweepRepeat(spec);
 }

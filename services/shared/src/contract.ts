@@ -27,3 +27,8 @@ export type Problem = S['Problem'];
 export type FieldError = NonNullable<Problem['errors']>[number];
 
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
+
+/** A run's own end: succeeded, failed or canceled (an interrupted run is made again). */
+export function isFinished(run: Pick<Run, 'status'>): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(run.status);
+}

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
+import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
 import type { Keys } from './keys.js';
 import { defineScript, type Script } from './redis.js';
 import { publishJobEvent } from './events.js';
@@ -160,7 +160,7 @@ export class JobStore {
 
   async saveRun(run: Run): Promise<void> {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
-    if (TERMINAL_STATUSES.includes(run.status)) {
+    if (isFinished(run)) {
       const job = await this.get(run.jobId);
       if (job) {
         await Promise.all([this.stats.runEnded(job, run), this.results.add(job, run)]);

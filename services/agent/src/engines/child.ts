@@ -2,6 +2,7 @@ import { fork, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorInfo, Interval } from '@niclab/shared/contract';
+import { toRunError } from '@niclab/shared/run-errors';
 
 /** Messages an engine child sends over IPC. */
 export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
@@ -22,9 +23,7 @@ export interface ChildOutcome<R> {
 
 /** Turns an abort reason into the run's error: deadline, cancel and shutdown each have a code. */
 export function abortError(signal: AbortSignal): ErrorInfo {
-  const reason = signal.reason as { code?: string; message?: string } | undefined;
-  if (reason && typeof reason.code === 'string') return { code: reason.code, message: reason.message ?? reason.code };
-  return { code: 'canceled', message: 'The run was canceled.' };
+  return toRunError(signal.reason, 'canceled', 'The run was canceled.');
 }
 
 /** A sibling module of the caller, as .ts under tsx and .js once compiled. */

@@ -1,7 +1,8 @@
-import { TERMINAL_STATUSES, type JobSpec, type JobStatus } from '@niclab/shared/contract';
+import { TERMINAL_STATUSES, type ErrorInfo, type JobSpec, type JobStatus } from '@niclab/shared/contract';
 import { HttpProblem } from '@niclab/shared/problem';
 import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/compare';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
+import { RunChannel } from '@niclab/shared/run-channel';
 import type { Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
@@ -64,24 +65,25 @@ export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) 
   const run = await store.getRun(id, index);
   if (!run) throw HttpProblem.notFound(`Run ${index} of job ${id}`);
   if (flow >= run.flows.length) throw HttpProblem.notFound(`Flow ${flow} of run ${index} (it has ${run.flows.length})`);
-  const text = await redis.hget(keys.runRaw(run.id), `${flow}:${end}`);
+  // The run's flows are its legs, in order: flow index i is leg i.
+  const text = await new RunChannel(redis, keys, run.id).readRaw(flow, end);
   if (text === null) throw HttpProblem.notFound(`Raw output of the ${end} of flow ${flow} in run ${index} (only engines with a report of their own, such as iperf3, keep one)`);
   const filename = `niclab-${id}-run${index}-flow${flow}-${end}.json`;
   return { status: 200, raw: { contentType: 'application/json', text }, headers: { 'Content-Disposition': `attachment; filename="${filename}"` } };
 };
 
-export const cancelJob: Handler = async ({ params, principal }, { store, redis, keys, jobsQueue, log }) => {
+export const cancelJob: Handler = async ({ params, principal }, { store, cancels, jobsQueue, log }) => {
   const id = params.id as string;
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
   if (!mayManage(principal, job.owner)) throw new HttpProblem(403, 'forbidden', `Job ${id} belongs to ${job.owner}; cancelling another's job needs the "admin" scope.`, [], { rule: 'owner' });
-  const error = { code: 'canceled', message: 'Canceled by request.' };
+  const error: ErrorInfo = { code: 'canceled', message: 'Canceled by request.' };
   if (TERMINAL_STATUSES.includes(job.status) || !(await store.transition(id, ['queued', 'running'], 'canceled', { finishedAt: new Date().toISOString(), error }))) {
     const now = await store.get(id);
     throw new HttpProblem(409, 'job-finished', `Job ${id} is already ${now?.status ?? job.status}.`);
   }
   // Coordinators and agents stop its run and end its processes; a job still waiting leaves the queue.
-  await redis.publish(keys.cancelChannel, JSON.stringify({ jobId: id, code: 'canceled', message: error.message }));
+  await cancels.publish({ jobId: id, ...error });
   await jobsQueue.remove(id).catch(() => undefined);
   log.info({ jobId: id, was: job.status, by: principal.name }, 'job canceled');
   return { status: 202, body: await store.get(id) };

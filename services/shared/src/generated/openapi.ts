@@ -632,7 +632,7 @@ export interface components {
             };
             point: components["schemas"]["SweepPoint"];
             /** @description The run's error code, if it failed. */
-            error: string | null;
+            error: components["schemas"]["RunErrorCode"] | null;
             flows: {
                 flowIndex: number;
                 /** @enum {string} */
@@ -690,13 +690,23 @@ export interface components {
         };
         /** @enum {string} */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
-        /** @enum {string} */
-        RunStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
+        /**
+         * @description `interrupted`: a coordinator's shutdown stopped the run; it is made again (a new run)
+         *     when the job resumes.
+         * @enum {string}
+         */
+        RunStatus: "queued" | "running" | "succeeded" | "failed" | "canceled" | "interrupted";
         Error: {
-            /** @description Machine-readable, e.g. `peer_unavailable`, `deadline_exceeded`, `canceled`. */
-            code: string;
+            code: components["schemas"]["RunErrorCode"];
             message: string;
         };
+        /**
+         * @description Machine-readable. `agent_lost`, `agent_offline` and `peer_unavailable` are retryable
+         *     (a job's `retries` makes such a run again); the README's "Run errors" table says what
+         *     each means.
+         * @enum {string}
+         */
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */

@@ -1,0 +1,31 @@
+import type { Run } from '@niclab/shared/contract';
+import { RUN_ERRORS } from '@niclab/shared/run-errors';
+
+export type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
+
+/**
+ * A job's retry policy for one planned run: a run that failed for a reason outside the
+ * measurement (RUN_ERRORS' `retryable`) is made again, a new run id at the same index, at most
+ * `retries` times. An attempt lost with its coordinator is kept in the record but not counted.
+ */
+export class RetryPolicy {
+  readonly earlier: EarlierAttempt[];
+
+  constructor(private readonly retries: number, lostWithCoordinator?: Run) {
+    this.earlier = lostWithCoordinator
+      ? [...(lostWithCoordinator.earlierAttempts ?? []), {
+          id: lostWithCoordinator.id, startedAt: lostWithCoordinator.startedAt, finishedAt: null,
+          error: { code: 'coordinator_lost', message: 'the coordinator running this attempt died (its hold on the job lapsed); the job was resumed by another' },
+        }]
+      : [];
+  }
+
+  /** Whether `run` earns another attempt; when it does, it is recorded as an earlier attempt. */
+  again(run: Run): boolean {
+    if (run.status !== 'failed' || !run.error || !RUN_ERRORS[run.error.code].retryable) return false;
+    const retried = this.earlier.filter((e) => RUN_ERRORS[e.error.code].retryable).length;
+    if (retried >= this.retries) return false;
+    this.earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error });
+    return true;
+  }
+}

@@ -1,0 +1,157 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AgentRegistry } from '@niclab/shared/agent-registry';
+import type { CancelBus } from '@niclab/shared/cancel-bus';
+import type { ErrorInfo, Job, Run } from '@niclab/shared/contract';
+import type { JobStore } from '@niclab/shared/job-store';
+import type { Keys } from '@niclab/shared/keys';
+import type { Leases, LeaseTarget } from '@niclab/shared/leases';
+import type { Logger } from '@niclab/shared/logger';
+import { legsOf, paramsAt, type PlannedRun } from '@niclab/shared/plan';
+import { RunChannel, type RunSink } from '@niclab/shared/run-channel';
+import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/task';
+import { flowResult } from './flow-result.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { LivenessWatch, offlineAgents } from './liveness-watch.js';
+import type { EarlierAttempt } from './retry-policy.js';
+import { runOutcome } from './run-outcome.js';
+
+/** The common start instant is this far after the last receiver is ready, so every sender is connected by then. */
+const START_DELAY_MS = 300;
+/** Reports of ends killed at the deadline need a moment to arrive. */
+const REPORT_GRACE_MS = 2000;
+
+/** What a run's execution works with: the coordinator's stores, connections and agents' queues. */
+export interface RunDeps {
+  redis: Redis;
+  keys: Keys;
+  store: JobStore;
+  registry: AgentRegistry;
+  leases: Leases;
+  cancels: CancelBus;
+  /** The task queue of one agent. */
+  queueFor(agentId: string): Queue;
+  setupSeconds: number;
+}
+
+/**
+ * One run of a job, from its record to its result: receivers started first, senders at a
+ * common start instant once every receiver listens, both ends' reports gathered into flows.
+ * The caller holds the run's leases; this keeps them renewed and watches the run's agents.
+ */
+export class RunExecution {
+  private readonly run: Run;
+  private readonly channel: RunChannel;
+  private readonly legs;
+  private readonly ready = new Map<number, ReadyReply>();
+  private readonly senders = new Map<number, EndReport>();
+  private readonly receivers = new Map<number, EndReport>();
+  private readonly log: Logger;
+  private readonly sink: RunSink = {
+    ready: (reply) => void this.ready.set(reply.leg, reply),
+    report: (report) => void (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report),
+  };
+
+  constructor(
+    private readonly deps: RunDeps,
+    private readonly job: Job,
+    plan: PlannedRun,
+    runId: string,
+    private readonly targets: LeaseTarget[],
+    earlier: EarlierAttempt[],
+    jobLog: Logger,
+  ) {
+    this.run = {
+      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
+      status: 'running', startedAt: new Date().toISOString(), finishedAt: null, flows: [], error: null,
+      ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
+    };
+    this.channel = new RunChannel(deps.redis, deps.keys, runId);
+    this.legs = legsOf(job.spec);
+    this.log = jobLog.child({ runId, run: plan.index });
+  }
+
+  /** Runs it to its end and stores the result. `jobSignal` aborts on cancel or coordinator shutdown. */
+  async execute(jobSignal: AbortSignal): Promise<Run> {
+    const { run, job } = this;
+    const t0 = Date.parse(run.startedAt!);
+    await this.deps.store.saveRun(run);
+    const involved = job.spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
+    const keeper = new LeaseKeeper(this.deps.leases, run.id, this.targets, this.log).start();
+    const liveness = new LivenessWatch(this.deps.registry, involved, this.log).start();
+    const signal = AbortSignal.any([jobSignal, liveness.signal]);
+    const blocking = this.deps.redis.duplicate();
+    let failure: ErrorInfo | null = null;
+    try {
+      const offline = await offlineAgents(this.deps.registry, involved);
+      if (offline.length > 0) failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
+      else failure = await this.measure(blocking, signal, t0);
+      if (liveness.signal.aborted) {
+        // A stopping agent reports its ends (agent_shutdown) before it deregisters: read the
+        // reports already there, so the run names that cause rather than agent_lost.
+        await this.channel.drainReports(this.sink);
+        const shutdown = [...this.senders.values(), ...this.receivers.values()].find((report) => report.error?.code === 'agent_shutdown')?.error;
+        failure = shutdown ?? (liveness.signal.reason as ErrorInfo);
+      }
+    } finally {
+      liveness.stop();
+      keeper.stop();
+      blocking.disconnect();
+    }
+    run.flows = this.legs.map((leg, i) => flowResult(job.spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)));
+    run.flows.forEach((flow, i) => {
+      for (const [end, report] of [['sender', this.senders.get(i)], ['receiver', this.receivers.get(i)]] as const) {
+        const diagnostics = flow.diagnostics[end];
+        if (report?.rawKept && diagnostics) diagnostics.rawOutput = `/v1/jobs/${run.jobId}/runs/${run.index}/flows/${i}/${end}/raw`;
+      }
+    });
+    run.finishedAt = new Date().toISOString();
+    Object.assign(run, runOutcome(run.flows, jobSignal.aborted ? (jobSignal.reason as ErrorInfo) : null, failure));
+    if (run.status !== 'succeeded') await this.abandon();
+    await this.deps.store.saveRun(run);
+    this.log.info({ outcome: run.status, error: run.error?.code, bitsPerSecond: run.flows.map((f) => f.bitsPerSecond) }, 'run finished');
+    return run;
+  }
+
+  /** Receivers, then senders; gathers every report. Returns what failed around the flows, if anything. */
+  private async measure(blocking: Redis, signal: AbortSignal, t0: number): Promise<ErrorInfo | null> {
+    const { job, run, legs } = this;
+    const spec = job.spec;
+    const params = paramsAt(spec, run.point);
+    const deadline = t0 + (params.duration + this.deps.setupSeconds) * 1000;
+    this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
+    const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}) };
+    await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
+    // Receivers get half the setup allowance to start; the other half is the senders' margin.
+    const setupDeadline = t0 + this.deps.setupSeconds * 500;
+    const started = (i: number) => this.ready.has(i) || this.receivers.has(i);
+    await this.channel.collect(blocking, { ready: true }, setupDeadline, signal, this.sink, () => legs.every((_, i) => started(i)));
+    if (signal.aborted) return null;
+    const notReady = legs.filter((_, i) => !started(i));
+    if (notReady.length > 0) {
+      const message = notReady.map((leg) => `the receiver on agent ${leg.receiver.agent} (${leg.receiver.interface}) did not start within ${Math.round((setupDeadline - t0) / 1000)} s`).join('; ');
+      return { code: 'peer_unavailable', message };
+    }
+    const startAt = Date.now() + START_DELAY_MS;
+    await Promise.all(
+      legs.map((leg, i) => {
+        const peer = this.ready.get(i);
+        if (!peer) return Promise.resolve(); // its receiver already failed and reported
+        return this.dispatch(leg.sender.agent, { ...base, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
+      }),
+    );
+    const expected = legs.filter((_, i) => this.ready.has(i)).length;
+    await this.channel.collect(blocking, { ready: false }, deadline + REPORT_GRACE_MS, signal, this.sink, () => this.senders.size >= expected && this.receivers.size >= legs.length);
+    return null;
+  }
+
+  private async dispatch(agentId: string, task: Task): Promise<void> {
+    await this.deps.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
+  }
+
+  /** Tells every agent to end this run's engine processes, and keeps queued tasks of it from starting. */
+  private async abandon(): Promise<void> {
+    await this.channel.abandon();
+    await this.deps.cancels.publish({ runId: this.run.id, code: this.run.error?.code ?? 'canceled', message: this.run.error?.message ?? 'The run was canceled.' });
+  }
+}
