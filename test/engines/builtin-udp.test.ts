@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { DATA, FIN, MAGIC } from '@niclab/agent/engines/builtin/udp-format';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
+import { canRun } from '@niclab/shared/engine-rules';
 import type { EngineParams } from '@niclab/shared/task';
 
 const engine = ENGINES.builtin!;
@@ -85,10 +86,12 @@ test('builtin UDP: socketBuffer takes effect; the effective sizes are reported a
   assert.ok(effective[0]! < effective.at(-1)!);
 });
 
-test('builtin refuses rr over UDP and too-small UDP datagrams, with reasons; TCP socket buffers it can set', () => {
+test('builtin refuses rr over UDP and too-small UDP datagrams, with reasons; TCP socket buffers it can set', async () => {
   const base = { engine: 'builtin', test: 'stream', duration: 1, bufferLength: 1000, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1, flows: [] } as const;
-  assert.deepEqual(engine.canRun({ ...base, protocol: 'tcp', socketBuffer: 65536 } as never), []);
-  assert.match(engine.canRun({ ...base, test: 'rr', protocol: 'udp' } as never).join(), /rr\) over TCP only/);
-  assert.match(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 20, rate: { packetsPerSecond: 10 } } } as never).join(), /at least 28/);
-  assert.deepEqual(engine.canRun({ ...base, protocol: 'udp', udp: { packetSize: 1500, rate: { packetsPerSecond: 10 } }, socketBuffer: 65536 } as never), []);
+  assert.deepEqual(canRun({ ...base, protocol: 'tcp', socketBuffer: 65536 } as never, []), []);
+  assert.match(canRun({ ...base, test: 'rr', protocol: 'udp' } as never, []).join(), /rr\) over TCP only/);
+  assert.match(canRun({ ...base, protocol: 'udp', udp: { packetSize: 20, rate: { packetsPerSecond: 10 } } } as never, []).join(), /at least 28/);
+  assert.deepEqual(canRun({ ...base, protocol: 'udp', udp: { packetSize: 1500, rate: { packetsPerSecond: 10 } }, socketBuffer: 65536 } as never, []), []);
+  // This host can set TCP socket buffers (koffi loads libc), so its probe lists nothing unsupported.
+  assert.deepEqual(await engine.probe(), { available: true, version: `niclab builtin (node ${process.version})` });
 });

@@ -7,6 +7,7 @@ import { AgentService } from '@niclab/agent/agent';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import type { JobSpec } from '@niclab/shared/contract';
+import { canRun } from '@niclab/shared/engine-rules';
 import { Keys } from '@niclab/shared/keys';
 import { Leases } from '@niclab/shared/leases';
 import type { EndReport, EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
@@ -84,7 +85,7 @@ for (const engine of Object.values(ENGINES)) {
     test('request/response (rr): runs and reports round trips, or says it cannot', async () => {
       const rr = { requestSize: 100, responseSize: 200 };
       const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 1, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, retries: 0, rr };
-      const reasons = engine.canRun(spec);
+      const reasons = canRun(spec, []);
       if (reasons.length > 0) {
         assert.match(reasons.join('; '), /\brr\b/, 'the reason names the rr test');
         return;

@@ -3,6 +3,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Keys } from '@niclab/shared/keys';
+import { loadOpenApi } from '@niclab/shared/openapi';
+import { RUN_ERRORS } from '@niclab/shared/run-errors';
+import { TEST_KINDS } from '@niclab/shared/test-kinds/index';
 
 const SERVICES = fileURLToPath(new URL('../../services', import.meta.url));
 
@@ -72,4 +76,54 @@ test('services/ has no import cycles, type imports included', () => {
   const files = sources(SERVICES);
   assert.ok(files.length > 50, `read ${files.length} files`);
   assert.deepEqual(cycles(files), []);
+});
+
+test('the API package does not depend on the agent package', () => {
+  const manifest = JSON.parse(readFileSync(join(SERVICES, 'api/package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  assert.equal(manifest.dependencies?.['@niclab/agent'], undefined, 'services/api/package.json lists @niclab/agent');
+  const tsconfig = readFileSync(join(SERVICES, 'api/tsconfig.json'), 'utf8');
+  assert.doesNotMatch(tsconfig, /\.\.\/agent/, 'services/api/tsconfig.json references ../agent');
+  const offenders = sources(join(SERVICES, 'api')).filter((file) => /['"]@niclab\/agent\//.test(readFileSync(file, 'utf8')));
+  assert.deepEqual(offenders.map((f) => relative(SERVICES, f)), []);
+});
+
+/** Keys members that name BullMQ queues (BullMQ keeps its own keys under them), not Redis keys of ours. */
+const QUEUE_NAMES = new Set(['bull', 'jobsQueue', 'agentQueue']);
+
+test('Redis keys are built and used only in services/shared (the stores and protocols); elsewhere only queue names', () => {
+  const members = Object.getOwnPropertyNames(Keys.prototype).filter((m) => m !== 'constructor');
+  members.push('prefix', 'jobsQueue');
+  const offenders: string[] = [];
+  for (const file of sources(SERVICES)) {
+    const name = relative(SERVICES, file);
+    if (name.startsWith('shared/')) continue;
+    const text = readFileSync(file, 'utf8');
+    for (const [, member] of text.matchAll(/\bkeys\.([A-Za-z]+)\b/g)) {
+      if (members.includes(member!) && !QUEUE_NAMES.has(member!)) offenders.push(`${name}: keys.${member}`);
+    }
+    // A key spelled out by hand (`${prefix}:...`) would dodge the Keys class.
+    if (/\$\{[^}]*prefix\}:/.test(text)) offenders.push(`${name}: a key built from the prefix`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('each test kind is branched on by name only in its own module (services/shared/src/test-kinds/)', () => {
+  const names = Object.keys(TEST_KINDS).join('|');
+  const branch = new RegExp(String.raw`(?:[!=]==\s*['"](?:${names})['"])|(?:['"](?:${names})['"]\s*[!=]==)|(?:case\s+['"](?:${names})['"])|(?:\.test\s*[!=]==)`);
+  const offenders = sources(SERVICES)
+    .filter((file) => !relative(SERVICES, file).startsWith('shared/src/test-kinds/') && !file.includes('/generated/'))
+    .filter((file) => branch.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(SERVICES, file));
+  assert.deepEqual(offenders, []);
+});
+
+test('every run error code is in one table (RUN_ERRORS), and openapi.yaml lists exactly those', () => {
+  const schemas = loadOpenApi().doc.components.schemas as Record<string, { enum?: string[] }>;
+  assert.deepEqual([...(schemas.RunErrorCode?.enum ?? [])].sort(), Object.keys(RUN_ERRORS).sort());
+});
+
+test('the README lists every run error code with its meaning', () => {
+  const readme = readFileSync(join(SERVICES, '../README.md'), 'utf8');
+  const missing = Object.entries(RUN_ERRORS).filter(([code, kind]) => !readme.includes(`| \`${code}\` | ${kind.meaning} |`)).map(([code]) => code);
+  assert.deepEqual(missing, []);
 });

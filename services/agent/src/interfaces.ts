@@ -57,16 +57,6 @@ export async function readInterface(name: string, addresses = networkInterfaces(
 }
 
 /** The address a test binds to on this interface: IPv4 first, then a global IPv6 address. */
-export function bindAddress(iface: AgentInterface): string | null {
-  const v4 = iface.addresses.find((a) => a.family === 'IPv4');
-  if (v4) return v4.address;
-  return iface.addresses.find((a) => a.family === 'IPv6' && !a.address.startsWith('fe80'))?.address ?? null;
-}
-
-export function isUsable(iface: AgentInterface): boolean {
-  return iface.operstate === 'up' || iface.operstate === 'unknown';
-}
-
 export type Counters = Omit<NicDelta, 'agent' | 'interface'>;
 
 const COUNTERS: Record<keyof Counters, string> = {

@@ -10,7 +10,8 @@ import { taskProblems } from '@niclab/shared/task-check';
 import type { Engine } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
-import { bindAddress, counterDelta, isUsable, readCounters, readEnvironment, readInterface } from './interfaces.js';
+import { bindAddress, isUsable } from '@niclab/shared/interfaces';
+import { counterDelta, readCounters, readEnvironment, readInterface } from './interfaces.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;

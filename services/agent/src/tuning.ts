@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { command } from '@niclab/shared/command';
 import type { Logger } from '@niclab/shared/logger';
 import { FEATURES, RINGS, type Tuning } from '@niclab/shared/tuning-rules';
-import { isUsable, readInterface } from './interfaces.js';
+import { isUsable } from '@niclab/shared/interfaces';
+import { readInterface } from './interfaces.js';
 
 /** What a run changed on one interface, as it was before. */
 interface InterfaceBefore {

@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
-import type { Keys } from '@niclab/shared/keys';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
+import type { RequestCounts } from '@niclab/shared/request-stores';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
 /** What an operation of openapi.yaml needs (`x-niclab-scope`). */
@@ -17,7 +16,7 @@ const WINDOW_MS = 60_000;
  * every API replica shares the count).
  */
 export async function admit(
-  deps: { policy: Policy; redis: Redis; keys: Keys },
+  deps: { policy: Policy; requestCounts: RequestCounts },
   needed: OperationScope,
   request: { authorization: string | undefined; address: string | undefined },
   now = Date.now(),
@@ -38,8 +37,7 @@ export async function admit(
   if (policy.requestsPerMinute !== null) {
     const window = Math.floor(now / WINDOW_MS);
     const caller = principal.name === 'anonymous' ? `ip:${request.address ?? 'unknown'}` : principal.name;
-    const key = deps.keys.rateLimit(caller, window);
-    const [[, count]] = (await deps.redis.multi().incr(key).pexpire(key, WINDOW_MS * 2).exec()) as [[unknown, number]];
+    const count = await deps.requestCounts.count(caller, window, WINDOW_MS);
     if (count > policy.requestsPerMinute) {
       const retryAfter = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
       throw new HttpProblem(429, 'rate-limited', `More than ${policy.requestsPerMinute} requests this minute; try again in ${retryAfter} s.`, [], { rule: 'requestsPerMinute', headers: { 'Retry-After': String(retryAfter) } });

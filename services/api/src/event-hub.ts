@@ -3,7 +3,7 @@
  * server-sent-event streams that follow those jobs.
  */
 import type { Redis } from 'ioredis';
-import type { JobEvent } from '@niclab/shared/events';
+import { subscribeJobEvents, type JobEvent } from '@niclab/shared/events';
 import type { Keys } from '@niclab/shared/keys';
 
 type Listener = (event: JobEvent) => void;
@@ -19,12 +19,9 @@ export class EventHub {
   async follow(jobId: string, listener: Listener): Promise<() => void> {
     if (!this.subscriber) {
       this.subscriber = this.redis.duplicate();
-      this.subscriber.on('pmessage', (_pattern: string, channel: string, text: string) => {
-        const jobId = channel.slice(channel.lastIndexOf(':') + 1);
-        const event = JSON.parse(text) as JobEvent;
+      this.subscribed = subscribeJobEvents(this.subscriber, this.keys, (jobId, event) => {
         for (const l of this.listeners.get(jobId) ?? []) l(event);
       });
-      this.subscribed = this.subscriber.psubscribe(this.keys.jobEventsPattern);
     }
     await this.subscribed;
     const set = this.listeners.get(jobId) ?? new Set<Listener>();

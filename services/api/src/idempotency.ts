@@ -1,17 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Job } from '@niclab/shared/contract';
 import type { JobStore } from '@niclab/shared/job-store';
-import type { Keys } from '@niclab/shared/keys';
 import { HttpProblem } from '@niclab/shared/problem';
-
-/** How long a key remembers the job it created. */
-const TTL_SECONDS = 24 * 3600;
-
-interface Remembered {
-  body: string;
-  jobId?: string;
-}
+import type { IdempotencyKeys } from '@niclab/shared/request-stores';
 
 /** JSON with object keys sorted, so the same body hashes the same whatever its key order. */
 function canonical(value: unknown): string {
@@ -32,36 +23,35 @@ function sha256(text: string): string {
  * is 409. A first request that fails forgets the key, so it can be retried.
  */
 export async function idempotent(
-  deps: { redis: Redis; keys: Keys; store: JobStore },
+  deps: { idempotencyKeys: IdempotencyKeys; store: JobStore },
   owner: string,
   key: string,
   body: unknown,
   create: () => Promise<Job>,
 ): Promise<{ job: Job; replayed: boolean }> {
-  const redisKey = deps.keys.idempotency(owner, sha256(key));
+  const keys = deps.idempotencyKeys;
+  const keyHash = sha256(key);
   const bodyHash = sha256(canonical(body));
   for (let attempt = 0; attempt < 3; attempt++) {
-    const claimed = await deps.redis.set(redisKey, JSON.stringify({ body: bodyHash } satisfies Remembered), 'EX', TTL_SECONDS, 'NX');
-    if (claimed) {
+    if (await keys.claim(owner, keyHash, bodyHash)) {
       try {
         const job = await create();
-        await deps.redis.set(redisKey, JSON.stringify({ body: bodyHash, jobId: job.id } satisfies Remembered), 'EX', TTL_SECONDS);
+        await keys.remember(owner, keyHash, { body: bodyHash, jobId: job.id });
         return { job, replayed: false };
       } catch (error) {
-        await deps.redis.del(redisKey);
+        await keys.forget(owner, keyHash);
         throw error;
       }
     }
-    const text = await deps.redis.get(redisKey);
-    if (text === null) continue; // the first request failed and let go of the key just now
-    const remembered = JSON.parse(text) as Remembered;
+    const remembered = await keys.recall(owner, keyHash);
+    if (remembered === null) continue; // the first request failed and let go of the key just now
     if (remembered.body !== bodyHash) {
       throw HttpProblem.invalid([{ field: 'header.idempotency-key', message: 'was used with a different body; use a new key for a new job' }], 'The Idempotency-Key belongs to another request.');
     }
     if (!remembered.jobId) throw new HttpProblem(409, 'idempotency-in-progress', 'A request with this Idempotency-Key is still being handled; retry shortly.');
     const job = await deps.store.get(remembered.jobId);
     if (job) return { job, replayed: true };
-    await deps.redis.del(redisKey); // the job was deleted by retention: the key may create anew
+    await keys.forget(owner, keyHash); // the job was deleted by retention: the key may create anew
   }
   throw new HttpProblem(409, 'idempotency-in-progress', 'A request with this Idempotency-Key is still being handled; retry shortly.');
 }

@@ -12,18 +12,20 @@ import type { components } from '@niclab/shared/generated/openapi';
 import type { Keys } from '@niclab/shared/keys';
 import type { Logger } from '@niclab/shared/logger';
 import { HttpProblem } from '@niclab/shared/problem';
+import { ScheduleStore, type ScheduleInput } from '@niclab/shared/schedule-store';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 import { submissionErrors, submitJob, withDefaults, type SubmitDeps } from './submission.js';
 
 export type Schedule = components['schemas']['Schedule'];
-export type ScheduleInput = components['schemas']['ScheduleInput'];
+export type { ScheduleInput };
 type Firing = { schedule: string };
 
 const QUEUE = 'schedules';
 
 export class Schedules {
   readonly queue: Queue<Firing>;
+  private readonly store: ScheduleStore;
   private worker: Worker<Firing> | undefined;
 
   constructor(
@@ -32,6 +34,7 @@ export class Schedules {
     private readonly services: SubmitDeps,
   ) {
     this.queue = new Queue<Firing>(QUEUE, { connection: redis, prefix: keys.bull });
+    this.store = new ScheduleStore(redis, keys);
   }
 
   /** Takes firings (every API replica does; each firing goes to one). */
@@ -65,51 +68,48 @@ export class Schedules {
     checkLimits(spec, principal, { agents: registered }, 'body.spec');
     errors.push(...submissionErrors(spec, registered).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
     if (errors.length > 0) throw HttpProblem.invalid(errors, 'The schedule cannot run as specified.');
-    const key = this.keys.schedule(input.name);
     const definition = { ...input, spec, timezone: input.cron ? (input.timezone ?? 'UTC') : undefined };
-    const created = await this.redis.hsetnx(key, 'definition', JSON.stringify(definition));
-    if (!created) throw new HttpProblem(409, 'schedule-exists', `A schedule named ${input.name} exists.`);
-    await this.redis.multi().hset(key, { owner: principal.name, createdAt: new Date().toISOString(), paused: '0', firings: 0, skipped: 0 }).sadd(this.keys.schedules, input.name).exec();
+    if (!(await this.store.create(definition, principal.name))) throw new HttpProblem(409, 'schedule-exists', `A schedule named ${input.name} exists.`);
     try {
       await this.queue.upsertJobScheduler(input.name, this.repeatOptions(definition), { name: 'firing', data: { schedule: input.name } });
     } catch (error) {
-      await this.redis.multi().del(key).srem(this.keys.schedules, input.name).exec();
+      await this.store.remove(input.name);
       throw HttpProblem.invalid([{ field: 'body.cron', message: `is not a cron expression BullMQ accepts: ${(error as Error).message}` }]);
     }
     return (await this.get(input.name))!;
   }
 
   async get(name: string): Promise<Schedule | null> {
-    const row = await this.redis.hgetall(this.keys.schedule(name));
-    if (!row.definition) return null;
-    const definition = JSON.parse(row.definition) as ScheduleInput;
-    const scheduler = row.paused === '1' ? undefined : await this.queue.getJobScheduler(name);
+    const row = await this.store.get(name);
+    if (!row) return null;
+    const { definition } = row;
+    const scheduler = row.paused ? undefined : await this.queue.getJobScheduler(name);
     return {
       name,
-      owner: row.owner || 'anonymous',
+      owner: row.owner,
       cron: definition.cron ?? null,
       timezone: definition.timezone ?? null,
       everySeconds: definition.everySeconds ?? null,
       spec: definition.spec,
-      paused: row.paused === '1',
-      createdAt: row.createdAt ?? '',
+      paused: row.paused,
+      createdAt: row.createdAt,
       nextFireAt: scheduler?.next ? new Date(scheduler.next).toISOString() : null,
-      firings: Number(row.firings ?? 0),
-      skipped: Number(row.skipped ?? 0),
-      lastJobId: row.lastJobId || null,
-      lastFiredAt: row.lastFiredAt || null,
+      firings: row.firings,
+      skipped: row.skipped,
+      lastJobId: row.lastJobId,
+      lastFiredAt: row.lastFiredAt,
     };
   }
 
   async list(): Promise<Schedule[]> {
-    const names = (await this.redis.smembers(this.keys.schedules)).sort();
+    const names = await this.store.names();
     return (await Promise.all(names.map((n) => this.get(n)))).filter((s): s is Schedule => s !== null);
   }
 
   async remove(name: string): Promise<boolean> {
-    if (!(await this.redis.exists(this.keys.schedule(name)))) return false;
+    if (!(await this.store.get(name))) return false;
     await this.queue.removeJobScheduler(name);
-    await this.redis.multi().del(this.keys.schedule(name)).srem(this.keys.schedules, name).exec();
+    await this.store.remove(name);
     return true;
   }
 
@@ -118,34 +118,32 @@ export class Schedules {
     if (!schedule) return null;
     if (paused) await this.queue.removeJobScheduler(name);
     else {
-      const definition = JSON.parse((await this.redis.hget(this.keys.schedule(name), 'definition'))!) as ScheduleInput;
+      const { definition } = (await this.store.get(name))!;
       await this.queue.upsertJobScheduler(name, this.repeatOptions(definition), { name: 'firing', data: { schedule: name } });
     }
-    await this.redis.hset(this.keys.schedule(name), 'paused', paused ? '1' : '0');
+    await this.store.setPaused(name, paused);
     return this.get(name);
   }
 
   /** One firing: an ordinary job labelled with the schedule, unless its previous job is still at work. */
   private async fire(firing: BullJob<Firing>): Promise<void> {
     const name = firing.data.schedule;
-    const key = this.keys.schedule(name);
-    const row = await this.redis.hgetall(key);
-    if (!row.definition || row.paused === '1') return;
+    const row = await this.store.get(name);
+    if (!row || row.paused) return;
     const log = this.services.log.child({ schedule: name });
     const previous = row.lastJobId ? await this.services.store.get(row.lastJobId) : null;
     if (previous && (previous.status === 'queued' || previous.status === 'running')) {
-      await this.redis.hincrby(key, 'skipped', 1);
+      await this.store.skipped(name);
       log.info({ previousJobId: previous.id, status: previous.status }, 'firing skipped: the previous job is still at work');
       return;
     }
-    const definition = JSON.parse(row.definition) as ScheduleInput;
+    const { definition, owner } = row;
     const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
     const spec: JobSpec = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
-    const owner = row.owner || 'anonymous';
     const outcome = await submitJob(this.services, spec, { name: owner });
     // A spec that no longer runs (an agent gone) still leaves a visible, failed job.
     const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors, owner);
-    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: job.id, lastFiredAt: new Date().toISOString() }).exec();
+    await this.store.fired(name, job.id);
   }
 
   private async failedJob(spec: JobSpec, errors: FieldError[], owner: string) {

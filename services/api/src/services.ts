@@ -8,6 +8,7 @@ import { Keys } from '@niclab/shared/keys';
 import { Leases } from '@niclab/shared/leases';
 import type { Logger } from '@niclab/shared/logger';
 import { createRedis } from '@niclab/shared/redis';
+import { IdempotencyKeys, RequestCounts } from '@niclab/shared/request-stores';
 import { createMetrics, type Metrics } from './metrics.js';
 import { EventHub } from './event-hub.js';
 import { Schedules } from './schedules.js';
@@ -27,6 +28,8 @@ export interface ApiServices {
   schedules: Schedules;
   events: EventHub;
   cancels: CancelBus;
+  requestCounts: RequestCounts;
+  idempotencyKeys: IdempotencyKeys;
   close(): Promise<void>;
 }
 
@@ -42,6 +45,9 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   return {
     config, policy, log, keys, redis, jobsQueue, store, agents, schedules, events,
     cancels: new CancelBus(redis, keys),
+    requestCounts: new RequestCounts(redis, keys),
+    // An Idempotency-Key remembers the job it created for a day.
+    idempotencyKeys: new IdempotencyKeys(redis, keys, 24 * 3600),
     metrics: createMetrics({ store, agents, jobsQueue, leases: new Leases(redis, keys) }),
     async close() {
       events.close();

@@ -1,16 +1,17 @@
-import { canRun } from '@niclab/agent/engines/registry';
-import { bindAddress, isUsable } from '@niclab/agent/interfaces';
 import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { AgentRegistry } from '@niclab/shared/agent-registry';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
+import { canRun } from '@niclab/shared/engine-rules';
+import { bindAddress, isUsable } from '@niclab/shared/interfaces';
+import type { JobStore } from '@niclab/shared/job-store';
+import type { Logger } from '@niclab/shared/logger';
 import { intervalOf, planRuns } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
+import { kindOf } from '@niclab/shared/test-kinds/index';
 import { tuningErrors } from '@niclab/shared/tuning-rules';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
-import type { Queue } from 'bullmq';
-import type { AgentRegistry } from '@niclab/shared/agent-registry';
-import type { JobStore } from '@niclab/shared/job-store';
-import type { Logger } from '@niclab/shared/logger';
 
 /** A job may expand to at most this many runs. */
 export const MAX_RUNS = 10_000;
@@ -18,20 +19,11 @@ export const MAX_RUNS = 10_000;
 /** What the schema cannot say about a spec: combinations that do not make sense. */
 function consistency(spec: JobSpec): FieldError[] {
   const errors: FieldError[] = [];
-  if (spec.protocol === 'udp' && spec.test === 'stream' && !spec.udp) errors.push({ field: 'body.udp', message: 'is required when protocol is "udp"' });
   if (spec.protocol === 'tcp' && spec.udp) errors.push({ field: 'body.udp', message: 'applies to protocol "udp" only' });
   for (const dimension of ['packetSize', 'rate'] as const) {
     if (spec.sweep?.[dimension] && spec.protocol !== 'udp') errors.push({ field: `body.sweep.${dimension}`, message: 'applies to protocol "udp" only' });
   }
-  if (spec.test !== 'rr') {
-    if (spec.rr) errors.push({ field: 'body.rr', message: 'applies to test "rr" only' });
-    for (const dimension of ['requestSize', 'responseSize'] as const) {
-      if (spec.sweep?.[dimension]) errors.push({ field: `body.sweep.${dimension}`, message: 'applies to test "rr" only' });
-    }
-  } else {
-    if (spec.direction === 'bidir') errors.push({ field: 'body.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
-    if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
-  }
+  errors.push(...kindOf(spec).specErrors(spec));
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
@@ -70,8 +62,7 @@ export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
   filled.interval = intervalOf(filled);
   if (typeof filled.repeat === 'object') filled.repeat = { confidence: 0.95, halfWidthPercent: 2.5, ...filled.repeat };
-  if (filled.test === 'rr') filled.rr = { requestSize: 1, responseSize: 1, ...filled.rr };
-  return filled;
+  return kindOf(filled).withDefaults(filled);
 }
 
 /** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */

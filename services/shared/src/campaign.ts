@@ -5,17 +5,19 @@
 import type { JobSpec, Run } from './contract.js';
 import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from './plan.js';
 import { halfWidthPercent, summarize } from './statistics.js';
+import { kindOf, type Headline } from './test-kinds/index.js';
 
-/** The figure a point's statistics are about: throughput of all its legs, or rr transactions/s. */
-export function headline(spec: JobSpec): { name: 'bitsPerSecond' | 'transactionsPerSecond'; unit: string } {
-  return spec.test === 'rr' ? { name: 'transactionsPerSecond', unit: 'transactions/s' } : { name: 'bitsPerSecond', unit: 'bits/s' };
+/** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
+export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
+  const { name, unit } = kindOf(spec).headline;
+  return { name, unit };
 }
 
 /** A succeeded run's headline value (summed over its flows), or null. */
 export function runValue(spec: JobSpec, run: Run): number | null {
   if (run.status !== 'succeeded') return null;
-  if (spec.test === 'rr') return run.flows.reduce((sum, f) => sum + (f.rr?.transactionsPerSecond ?? 0), 0);
-  return run.flows.reduce((sum, f) => sum + (f.bitsPerSecond ?? 0), 0);
+  const { flowValue } = kindOf(spec).headline;
+  return run.flows.reduce((sum, f) => sum + (flowValue(f) ?? 0), 0);
 }
 
 export interface PointState {

@@ -14,6 +14,17 @@ export type JobEvent =
   | { type: 'run'; run: RunSummary }
   | { type: 'interval'; runId: string; leg: number; role: 'receiver'; agent: string; interface: string; interval: Interval };
 
+/**
+ * Subscribes `subscriber` (a connection of its own, which then only listens) to every job's
+ * events and hands each on with its job's id.
+ */
+export async function subscribeJobEvents(subscriber: Redis, keys: Keys, onEvent: (jobId: string, event: JobEvent) => void): Promise<void> {
+  subscriber.on('pmessage', (_pattern: string, channel: string, text: string) => {
+    onEvent(channel.slice(channel.lastIndexOf(':') + 1), JSON.parse(text) as JobEvent);
+  });
+  await subscriber.psubscribe(keys.jobEventsPattern);
+}
+
 export async function publishJobEvent(redis: Redis, keys: Keys, jobId: string, event: JobEvent): Promise<void> {
   await redis.publish(keys.jobEvents(jobId), JSON.stringify(event));
 }

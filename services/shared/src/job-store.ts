@@ -11,6 +11,13 @@ import { Stats } from './stats.js';
  * Returns -1 when the job does not exist, 0 when its current status is not one of `from`.
  */
 const TRANSITION = `
+--[[
+  KEYS[1]     the job's hash, keys.job(id)
+  KEYS[2]     the job index, keys.jobIndex(); its per-status indexes are KEYS[2] .. ':' .. status
+  ARGV[1]     the statuses it may move from, comma-separated
+  ARGV[2]     the status it moves to
+  ARGV[3..]   field, value pairs to set with it
+]]
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return -1 end
 local allowed = false
@@ -32,6 +39,17 @@ return 1
  * count and writes nothing. Returns -1 when created.
  */
 const CREATE = `
+--[[
+  KEYS[1]     the job's hash, keys.job(id)
+  KEYS[2]     the job index, keys.jobIndex()
+  KEYS[3]     the queued index, keys.jobIndex('queued')
+  KEYS[4]     the owner's active set, keys.ownerActive(owner)
+  ARGV[1]     the job's index member (created-at and id)
+  ARGV[2]     the job hash key's prefix (a job's hash is ARGV[2] .. id)
+  ARGV[3]     the owner's limit of active jobs, or '' for none
+  ARGV[4]     the job id
+  ARGV[5..]   the job hash's field, value pairs
+]]
 local limit = tonumber(ARGV[3])
 if limit then
   local active = 0

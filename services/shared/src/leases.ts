@@ -4,6 +4,12 @@ import { defineScript, type Script } from './redis.js';
 
 /** Takes every key or none: free keys, or keys this holder already has, are (re)set with the TTL. */
 const ACQUIRE = `
+--[[
+  KEYS[1..n]  the leases, keys.lease(agent, interface)
+  ARGV[1]     the holder: a run id
+  ARGV[2]     the TTL in ms
+  Returns 0 when every lease is now the holder's, else the index of the first another holds.
+]]
 for i, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
   if holder and holder ~= ARGV[1] then return i end
@@ -17,6 +23,12 @@ return 0
  * may have lost the last second's SET); a key another holder has is never touched.
  */
 const RENEW = `
+--[[
+  KEYS[1..n]  the leases, keys.lease(agent, interface)
+  ARGV[1]     the holder: a run id
+  ARGV[2]     the TTL in ms
+  Returns how many of the leases the holder has now.
+]]
 local n = 0
 for _, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
@@ -28,6 +40,11 @@ return n
 
 /** Releases only keys this holder still has: a stale holder never touches a newer one's lease. */
 const RELEASE = `
+--[[
+  KEYS[1..n]  the leases, keys.lease(agent, interface)
+  ARGV[1]     the holder: a run id
+  Returns how many leases were released.
+]]
 local n = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key); n = n + 1 end

@@ -1,5 +1,6 @@
 import type { JobSpec, SweepPoint } from './contract.js';
 import type { EngineParams, Leg } from './task.js';
+import { kindOf } from './test-kinds/index.js';
 
 export interface PlannedRun {
   index: number;
@@ -73,10 +74,7 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
   if (spec.udp) {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
   }
-  if (spec.test === 'rr') {
-    params.rr = { requestSize: point.requestSize ?? spec.rr?.requestSize ?? 1, responseSize: point.responseSize ?? spec.rr?.responseSize ?? 1 };
-  }
-  return params;
+  return { ...params, ...kindOf(spec).params(spec, point) };
 }
 
 /** The legs of a run: every flow's data direction(s), all started together. */

@@ -7,6 +7,7 @@ import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js
 import type { components } from './generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
+import { kindOf } from './test-kinds/index.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -64,7 +65,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
       total: {
         bitsPerSecond: sum((f) => f.bitsPerSecond),
         retransmits: spec.protocol === 'tcp' ? sum((f) => f.retransmits) : null,
-        transactionsPerSecond: spec.test === 'rr' ? sum((f) => f.rr?.transactionsPerSecond) : null,
+        transactionsPerSecond: kindOf(spec).headline.name === 'transactionsPerSecond' ? sum((f) => f.rr?.transactionsPerSecond) : null,
       },
     };
   });
@@ -171,9 +172,9 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       rows.push(['', '', 'remote', ...nttcpColumns(ok.map((r) => r.flows[leg]!.receiver))]);
     });
     out.push(alignTable(rows));
-    const total = spec.test === 'rr' ? p.total.transactionsPerSecond : p.total.bitsPerSecond;
+    const { name, table: { scale, unit, digits } } = kindOf(spec).headline;
+    const total = p.total[name];
     if (total) {
-      const [scale, unit, digits] = spec.test === 'rr' ? [1, 'transactions/s', 1] : [1e6, 'Mbit/s', 2];
       out.push(`total ${unit}: mean ${(total.mean / scale).toFixed(digits)}, sd ${(total.standardDeviation / scale).toFixed(digits)}, ${Math.round(report.confidence * 100)}% CI ${ci(total, scale, digits)}, cv ${(total.coefficientOfVariation * 100).toFixed(1)}%, n ${total.n}`);
     }
   }

@@ -55,6 +55,11 @@ export interface ResultQuery {
 
 /** Trims one index to the retention and forgets it once empty, in one step (an add between the two would otherwise be lost to retention). */
 const TRIM_INDEX = `
+--[[
+  KEYS[1]     one history index, keys.history or keys.historyIndex(kind, value)
+  KEYS[2]     the set of every index, keys.historyIndexes
+  ARGV[1]     the oldest end time kept (epoch ms): older entries go
+]]
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], KEYS[1]) end
 return 0

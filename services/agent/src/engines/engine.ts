@@ -1,4 +1,4 @@
-import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, JobSpec, RrFigures } from '@niclab/shared/contract';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, RrFigures } from '@niclab/shared/contract';
 import type { EndUdp } from '@niclab/shared/task';
 import type { Task } from '@niclab/shared/task';
 
@@ -36,12 +36,13 @@ export interface EngineOutcome {
   raw?: string;
 }
 
-/** An engine: one file or folder under engines/, found through the registry. */
+/**
+ * An engine: one file or folder under engines/, found through the registry. What it can run
+ * (its test kinds, its rules) is shared/engine-rules.ts, which the API checks without it.
+ */
 export interface Engine {
   readonly name: EngineName;
   /** What this host can run (is the tool installed, which version). */
   probe(): Promise<EngineInfo>;
-  /** Reasons this engine cannot run the spec; empty when it can. */
-  canRun(spec: JobSpec): string[];
   run(task: Task, context: EngineContext): Promise<EngineOutcome>;
 }

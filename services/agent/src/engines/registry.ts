@@ -1,4 +1,4 @@
-import type { Agent, EngineInfo, EngineName, JobSpec } from '@niclab/shared/contract';
+import type { EngineInfo, EngineName } from '@niclab/shared/contract';
 import type { Engine } from './engine.js';
 import { builtinEngine } from './builtin/index.js';
 import { iperf3Engine } from './iperf3/index.js';
@@ -17,16 +17,4 @@ export function engineFor(name: EngineName): Engine | undefined {
 export async function probeEngines(): Promise<Record<string, EngineInfo>> {
   const entries = await Promise.all(Object.values(ENGINES).map(async (engine) => [engine.name, await engine.probe()] as const));
   return Object.fromEntries(entries);
-}
-
-/** Reasons the spec cannot run with its engine on these agents; empty when it can. */
-export function canRun(spec: JobSpec, agents: Agent[]): string[] {
-  const engine = ENGINES[spec.engine];
-  if (!engine) return [`the ${spec.engine} engine is not available in this niclab version`];
-  const reasons = engine.canRun(spec);
-  for (const agent of agents) {
-    const info = agent.engines[spec.engine];
-    if (!info?.available) reasons.push(`agent ${agent.id} cannot run the ${spec.engine} engine${info?.reason ? `: ${info.reason}` : ''}`);
-  }
-  return reasons;
 }

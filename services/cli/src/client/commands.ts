@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { Agent, Job } from '@niclab/shared/contract';
 import { pointLabel, alignTable } from '@niclab/shared/report';
+import { kindOf } from '@niclab/shared/test-kinds/index';
 import { Api, ClientError } from './http.js';
 import { ArgumentError, specOf, type RunOptions } from './spec.js';
 
@@ -189,7 +190,9 @@ async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; q
     if (event === 'run') {
       const run = data.run;
       point = pointLabel(run.point);
-      const figure = run.test === 'rr' ? `${run.flows.reduce((a: number, f: { transactionsPerSecond: number }) => a + (f.transactionsPerSecond ?? 0), 0).toFixed(0)} transactions/s` : mbit(run.flows.reduce((a: number, f: { bitsPerSecond: number | null }) => a + (f.bitsPerSecond ?? 0), 0));
+      const { name, table } = kindOf(run).headline;
+      const value = run.flows.reduce((a: number, f: Record<string, number | null>) => a + (f[name] ?? 0), 0);
+      const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}`;
       if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);
       rate = figure;
     }

@@ -958,6 +958,10 @@ export interface components {
             version?: string;
             /** @description Why it is not available. */
             reason?: string;
+            /** @description What this host's engine cannot do, by feature, with the reason (e.g. `tcpSocketBuffer`); a job that needs it is refused. */
+            unsupported?: {
+                tcpSocketBuffer?: string;
+            };
         };
         Agent: {
             id: components["schemas"]["AgentId"];

@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { JobSpec } from '@niclab/shared/contract';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
 import type { UdpChildInput, UdpChildResult } from './udp-child.js';
-import { HEADER_BYTES } from './udp-format.js';
 import { tcpSocketBufferSupport } from './sockopt.js';
 
 const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child') };
@@ -17,19 +15,9 @@ export const builtinEngine: Engine = {
   name: 'builtin',
 
   async probe() {
-    return { available: true, version: `niclab builtin (node ${process.version})` };
-  },
-
-  canRun(spec: JobSpec) {
-    const reasons: string[] = [];
-    if (spec.test === 'rr' && spec.protocol !== 'tcp') reasons.push('the builtin engine does request/response (rr) over TCP only');
-    if (spec.protocol === 'tcp' && (spec.socketBuffer !== undefined || spec.sweep?.socketBuffer)) {
-      const unsupported = tcpSocketBufferSupport();
-      if (unsupported) reasons.push(`the builtin engine ${unsupported}; use engine iperf3`);
-    }
-    const sizes = [spec.udp?.packetSize, ...(spec.sweep?.packetSize ?? [])].filter((n): n is number => n !== undefined);
-    if (spec.protocol === 'udp' && sizes.some((n) => n < HEADER_BYTES)) reasons.push(`the builtin engine's UDP datagrams carry a ${HEADER_BYTES}-byte header: packetSize must be at least ${HEADER_BYTES}`);
-    return reasons;
+    // TCP socket buffers go through koffi (setsockopt on the socket's fd), which this host may lack.
+    const tcpSocketBuffer = tcpSocketBufferSupport();
+    return { available: true, version: `niclab builtin (node ${process.version})`, ...(tcpSocketBuffer ? { unsupported: { tcpSocketBuffer } } : {}) };
   },
 
   async run(task, context): Promise<EngineOutcome> {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { command } from '@niclab/shared/command';
-import type { EngineInfo, ErrorInfo, JobSpec } from '@niclab/shared/contract';
+import type { EngineInfo, ErrorInfo } from '@niclab/shared/contract';
 import type { EngineParams } from '@niclab/shared/task';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
@@ -72,13 +72,6 @@ export const iperf3Engine: Engine = {
 
   async probe() {
     return (await probeIperf3()).info;
-  },
-
-  canRun(spec: JobSpec) {
-    const reasons: string[] = [];
-    if (spec.test !== 'stream') reasons.push('iperf3 does not do request/response (rr) tests');
-    if (!Number.isInteger(spec.duration)) reasons.push(`iperf3 takes whole seconds: duration ${spec.duration} is not one`);
-    return reasons;
   },
 
   async run(task, context): Promise<EngineOutcome> {

@@ -1,0 +1,17 @@
+import type { JobSpec } from '../contract.js';
+import type { TestKind, TestName } from './kind.js';
+import { rrKind } from './rr.js';
+import { streamKind } from './stream.js';
+
+export type { Headline, TestKind, TestName } from './kind.js';
+
+/** Every test kind, by name: one line each. */
+export const TEST_KINDS: Record<TestName, TestKind> = {
+  stream: streamKind,
+  rr: rrKind,
+};
+
+/** The kind a spec asks for. */
+export function kindOf(spec: Pick<JobSpec, 'test'>): TestKind {
+  return TEST_KINDS[spec.test];
+}

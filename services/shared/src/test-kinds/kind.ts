@@ -1,0 +1,33 @@
+import type { FieldError, FlowResult, JobSpec, SweepPoint } from '../contract.js';
+import type { EngineParams } from '../task.js';
+
+export type TestName = JobSpec['test'];
+
+/** The figure a run is judged by: summed over its flows, with its units for JSON and for tables. */
+export interface Headline {
+  name: 'bitsPerSecond' | 'transactionsPerSecond';
+  /** Base unit, as in JSON. */
+  unit: string;
+  /** How tables show it: value / scale in `tableUnit`, with `digits` decimals. */
+  table: { scale: number; unit: string; digits: number };
+  /** One flow's share of the run's headline value (null when the flow measured none). */
+  flowValue(flow: FlowResult): number | null | undefined;
+}
+
+/**
+ * A test kind: what is measured (a stream's throughput, request/response round trips), apart
+ * from how (the engines). It owns its spec rules, its run parameters and its headline figure;
+ * the rest of niclab asks it rather than branching on its name. Registered in test-kinds/index.ts.
+ */
+export interface TestKind {
+  readonly name: TestName;
+  /** How a sentence names it. */
+  readonly phrase: string;
+  /** Field errors of a spec of this kind beyond what the schema says (rules across fields). */
+  specErrors(spec: JobSpec): FieldError[];
+  /** The spec with defaults that depend on this kind filled in, so the stored job shows them. */
+  withDefaults(spec: JobSpec): JobSpec;
+  /** This kind's own engine parameters at a sweep point. */
+  params(spec: JobSpec, point: SweepPoint): Partial<EngineParams>;
+  readonly headline: Headline;
+}
