@@ -23,11 +23,14 @@ before(async () => {
   // AOF with fsync every second, as deploy/ runs it.
   redis = await startPrivateRedis(dir, { port: redisPort, appendonly: true, killOnSignal: true });
   const port = await freePort();
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5', NICLAB_LOG_LEVEL: 'warn' };
+  // The default setup allowance (10 s): with 5 s a receiver had 2.5 s to start, and on a loaded
+  // machine one in 200 failed peer_unavailable, which is not what is tested here.
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '10', NICLAB_LOG_LEVEL: 'warn' };
   api = spawnNiclab(['api'], env);
   agents = AGENTS.map((id) => spawnNiclab(['agent', '--id', id], env));
   client = new ApiClient(`http://127.0.0.1:${port}`);
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+  // Starting is not what is tested: with the agents starting beside it on a loaded 2-core machine the API has taken over 15 s.
+  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false, 60_000);
   for (const id of AGENTS) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
 });
 after(async () => {
@@ -38,11 +41,19 @@ after(async () => {
 });
 
 test(`SIGKILL of Redis (AOF everysec) with ${JOBS} jobs accepted: every one acknowledged 2 s before is kept and finishes; nothing is restarted`, { timeout: 400_000 }, async () => {
+  const startedAt = new Date().toISOString();
   const ids: string[] = [];
   for (let i = 0; i < JOBS; i++) {
     const id = AGENTS[i % AGENTS.length]!;
     // Short, light runs (UDP at 100 packets/s) so 200 jobs finish in about a minute.
-    const res = await client.submit({ engine: 'builtin', protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, duration: 0.5, interval: 0.5, labels: { n: String(i) }, flows: [{ from: { agent: id, interface: 'lo' }, to: { agent: id, interface: 'lo' } }] });
+    const spec = { engine: 'builtin', protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, duration: 0.5, interval: 0.5, labels: { n: String(i) }, flows: [{ from: { agent: id, interface: 'lo' }, to: { agent: id, interface: 'lo' } }] };
+    let res = await client.submit(spec);
+    // On a loaded machine an agent busy with these runs can miss its heartbeats and be refused
+    // as offline; a client submits again once it is back. What is tested is acknowledged jobs.
+    for (let tries = 0; res.status === 422 && /is offline/.test(JSON.stringify(res.body)) && tries < 20; tries++) {
+      await waitFor(`agent ${id} back online`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online, 30_000, 200);
+      res = await client.submit(spec);
+    }
     assert.equal(res.status, 202, JSON.stringify(res.body));
     ids.push(res.body.id);
   }
@@ -68,8 +79,44 @@ test(`SIGKILL of Redis (AOF everysec) with ${JOBS} jobs accepted: every one ackn
   for (const job of statuses) counts[job.status] = (counts[job.status] ?? 0) + 1;
   const failures = statuses.filter((job) => job.status !== 'succeeded').map((job) => `${job.id}: ${job.error?.code} ${job.error?.message}`);
   console.log(`after the restart: ${JSON.stringify(counts)}${failures.length ? `\n${failures.join('\n')}` : ''}`);
-  assert.equal(statuses.length, JOBS, 'every acknowledged job is still there');
+  // The job list names every acknowledged job exactly once and nothing else, each under its own
+  // status and no other (paged, as a script reads it).
+  const listed = async (query: string) => {
+    const out: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: any } = await client.call('listJobs', 'GET', `/v1/jobs?limit=50${query}${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(page.status, 200);
+      out.push(...page.body.items.map((job: { id: string }) => job.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    return out.sort();
+  };
+  assert.deepEqual(await listed(''), [...ids].sort(), 'every acknowledged job listed once, and nothing else');
+  for (const status of ['queued', 'running', 'succeeded', 'failed', 'canceled']) {
+    const expected = statuses.filter((job) => job.status === status).map((job) => job.id).sort();
+    assert.deepEqual(await listed(`&status=${status}`), expected, `the jobs listed as ${status} are those that are`);
+  }
+  // The history holds every run of every job exactly once.
+  const history = await client.call('listResults', 'GET', `/v1/results?from=${encodeURIComponent(startedAt)}&limit=10000`);
+  assert.equal(history.status, 200);
+  assert.equal(history.body.truncated, false);
+  assert.deepEqual(history.body.items.map((summary: { runId: string }) => summary.runId).sort(), statuses.flatMap((job) => job.runs.map((run: { id: string }) => run.id)).sort(), 'every run in the history once');
+
   assert.equal(counts.succeeded, JOBS, failures.join('\n'));
+  // Each job acknowledged is the one submitted (its spec kept), with exactly one run, made once,
+  // that measured something.
+  statuses.forEach((job, i) => {
+    const what = `job ${i} (${ids[i]})`;
+    assert.equal(job.id, ids[i], what);
+    assert.equal(job.spec.labels.n, String(i), `${what} kept its spec`);
+    assert.deepEqual(job.progress, { runsDone: 1, runsTotal: 1 }, what);
+    assert.equal(job.runs.length, 1, `${what} has one run: ${JSON.stringify(job.runs.map((r: any) => [r.id, r.status]))}`);
+    const [run] = job.runs;
+    assert.equal(run.status, 'succeeded', what);
+    assert.equal(run.attempt ?? 1, 1, `${what}: its run was made once`);
+    assert.ok(run.flows[0].udp.sent > 0 && run.flows[0].udp.received > 0, `${what} measured: ${JSON.stringify(run.flows[0].udp)}`);
+  });
   // The same API, coordinator and agent processes carried on.
   assert.ok([api, ...agents].every((p) => isAlive(p.pid)));
   for (const id of AGENTS) assert.equal((await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online, true);
