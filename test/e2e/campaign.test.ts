@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ApiClient } from '../helpers/api-client.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { followJob } from '../helpers/sse.js';
 
 let niclab: TestNiclab;
 let client: ApiClient;
@@ -95,22 +96,7 @@ test('rr reports transactions per second; comparing a job with itself is no sign
 
 test('GET /v1/jobs/{id}/events follows a campaign live: status, progress, runs and interval samples, then ends', async () => {
   const submitted = await client.submit({ duration: 2, interval: 0.5, repeat: 2, flows: [loop] });
-  const res = await fetch(`${client.base}/v1/jobs/${submitted.body.id}/events`);
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
-  const events: { event: string; data: any }[] = [];
-  let buffer = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body!) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event && data) events.push({ event, data: JSON.parse(data) });
-    }
-  }
+  const events = await (await followJob(client, submitted.body.id)).events;
   // The stream ended by itself after the final status.
   const statuses = events.filter((e) => e.event === 'status').map((e) => e.data.status);
   assert.equal(statuses.at(-1), 'succeeded');
