@@ -1,6 +1,7 @@
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
 import { HttpProblem } from '@niclab/shared/problem';
+import { udpBitsPerSecond } from '@niclab/shared/udp-rate';
 import type { RequestCounts } from '@niclab/shared/request-stores';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
@@ -86,8 +87,7 @@ export function checkLimits(
       throw limitError(point.streams !== undefined ? `${root}.sweep.streams` : `${root}.streams`, 'maxStreams', `${params.streams} streams is over the limit of ${limits.maxStreams}`);
     }
     if (limits.maxUdpBitsPerSecond !== undefined && params.udp) {
-      const rate = params.udp.rate;
-      const bits = 'bitsPerSecond' in rate ? rate.bitsPerSecond : rate.packetsPerSecond * params.udp.packetSize * 8;
+      const bits = udpBitsPerSecond(params.udp);
       if (bits > limits.maxUdpBitsPerSecond) {
         throw limitError(point.rate !== undefined ? `${root}.sweep.rate` : `${root}.udp.rate`, 'maxUdpBitsPerSecond', `${bits} bit/s is over the limit of ${limits.maxUdpBitsPerSecond} bit/s`);
       }

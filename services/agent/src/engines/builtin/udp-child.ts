@@ -11,7 +11,8 @@ import { endFigures } from '@niclab/shared/figures';
 import type { EndUdp, EngineParams } from '@niclab/shared/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
-import { DATA, FIN, HEADER_BYTES, MAGIC, packetRate } from './udp-format.js';
+import { udpPacketsPerSecond } from '@niclab/shared/udp-rate';
+import { DATA, FIN, HEADER_BYTES, MAGIC } from './udp-format.js';
 
 export interface UdpChildInput {
   role: 'sender' | 'receiver';
@@ -150,7 +151,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
 
 async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
-  const pps = packetRate(input.params);
+  const pps = udpPacketsPerSecond(input.params.udp!);
   const socket = open(input.address, input.params);
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);

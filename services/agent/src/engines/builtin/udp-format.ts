@@ -1,5 +1,4 @@
 import { BUILTIN_UDP_HEADER_BYTES } from '@niclab/shared/engine-rules';
-import type { EngineParams } from '@niclab/shared/task';
 
 /** The builtin engine's UDP datagram: a header, then padding up to packetSize. */
 export const MAGIC = 0x4e49434c; // "NICL"
@@ -7,9 +6,3 @@ export const DATA = 0;
 export const FIN = 1;
 /** magic, leg token, kind, sequence number, send time (µs since the epoch). */
 export const HEADER_BYTES = BUILTIN_UDP_HEADER_BYTES;
-
-/** Datagrams per second the spec asks for. */
-export function packetRate(params: EngineParams): number {
-  const { packetSize, rate } = params.udp!;
-  return 'packetsPerSecond' in rate ? rate.packetsPerSecond : rate.bitsPerSecond / (packetSize * 8);
-}

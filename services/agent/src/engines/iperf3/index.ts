@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { command } from '@niclab/shared/command';
 import type { EngineInfo, ErrorInfo } from '@niclab/shared/contract';
-import type { EngineParams } from '@niclab/shared/task';
+import { udpBitsPerSecond } from '@niclab/shared/udp-rate';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
 import { parseEnd, type Iperf3Json } from './parse.js';
@@ -51,11 +51,6 @@ async function listening(port: number, signal: AbortSignal, exited: () => boolea
   return false;
 }
 
-function udpBits(params: EngineParams): number {
-  const { packetSize, rate } = params.udp!;
-  return 'bitsPerSecond' in rate ? rate.bitsPerSecond : rate.packetsPerSecond * packetSize * 8;
-}
-
 function failure(outcome: ProcessOutcome, json: Iperf3Json | null): ErrorInfo {
   if (outcome.aborted) return outcome.aborted;
   if (outcome.spawnError) {
@@ -95,7 +90,7 @@ export const iperf3Engine: Engine = {
       argv = ['iperf3', '-c', task.peer.address, '-p', String(port), '-B', context.address];
       if (probe.bindDev) argv.push('--bind-dev', task.interface);
       argv.push('-t', String(params.duration), '-i', String(params.interval), '-P', String(params.streams), '--json');
-      if (params.udp) argv.push('-u', '-b', String(udpBits(params)), '-l', String(params.udp.packetSize));
+      if (params.udp) argv.push('-u', '-b', String(udpBitsPerSecond(params.udp)), '-l', String(params.udp.packetSize));
       else argv.push('-l', String(params.bufferLength));
       if (params.noDelay) argv.push('-N');
       if (params.socketBuffer !== undefined) argv.push('-w', String(params.socketBuffer));
