@@ -106,8 +106,14 @@ export class SweepRepeat implements CampaignStrategy {
     return expectedRuns(this.spec, this.states(finished));
   }
 
+  /** Where each point stands; recomputed only when a run has finished (runs are only ever added). */
+  private cached: { size: number; states: Map<string, PointState> } | undefined;
+
   private states(finished: ReadonlyMap<number, Run>): Map<string, PointState> {
-    return pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled'));
+    if (this.cached?.size !== finished.size) {
+      this.cached = { size: finished.size, states: pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled')) };
+    }
+    return this.cached.states;
   }
 }
 
