@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
-import { createRedis } from '@niclab/shared/redis';
+import { createRedis } from '@niclab/shared/runtime/redis';
 import { startNiclab } from '../test/helpers/niclab.js';
 import { median, round, writeResult } from './lib.js';
 

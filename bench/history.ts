@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
-import type { RunSummary } from '@niclab/shared/results';
+import type { RunSummary } from '@niclab/shared/stores/results';
 import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { silentLog, testConfig } from '../test/helpers/stack.js';
 import { median, round, writeResult } from './lib.js';
@@ -54,7 +54,7 @@ async function history(count: number) {
       for (let j = i; j < Math.min(count, i + 1000); j++) batch.push(summary(j, start + (j + 0.5) * (DAY_MS / PER_DAY)));
       bytes += batch.reduce((sum, s) => sum + JSON.stringify(s).length, 0);
       // As the job store adds them: the summary and its indexes.
-      await services.store.results.addSummaries(batch);
+      await services.results.addSummaries(batch);
     }
     const after = Number(/used_memory:(\d+)/.exec(await services.redis.info('memory'))![1]);
     const server = createApp(services).listen(0, '127.0.0.1');

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { waitFor } from '../test/helpers/processes.js';
 import { freePort } from '../test/helpers/redis.js';
 

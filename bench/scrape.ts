@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
-import { AgentRegistry } from '@niclab/shared/agent-registry';
-import { Keys } from '@niclab/shared/keys';
-import type { LinkLabels, LinkValues } from '@niclab/shared/stats';
+import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import { Keys } from '@niclab/shared/stores/keys';
+import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
 import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { silentLog, testConfig } from '../test/helpers/stack.js';
 import { median, round, startPinnedApi, writeResult } from './lib.js';
@@ -81,7 +81,7 @@ async function fleet(agents: number) {
     const reads: number[] = [];
     for (let i = 0; i < 10; i++) {
       const t0 = performance.now();
-      await Promise.all([services.store.stats.rawLinks(), services.agents.list()]);
+      await Promise.all([services.metricStore.rawLinks(), services.agents.list()]);
       reads.push(performance.now() - t0);
     }
     const { times, bytes, series } = separate;

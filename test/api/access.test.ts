@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
 import { apiPolicy, loadPolicy, newToken } from '@niclab/api/policy';
-import { ConfigError } from '@niclab/shared/config';
+import { ConfigError } from '@niclab/shared/runtime/config';
 import { assertResponse } from '../helpers/contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';

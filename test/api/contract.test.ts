@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { handlers } from '@niclab/api/handlers/index';
-import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/names';
-import { HTTP_METHODS, loadOpenApi, OPENAPI_PATH, type OperationObject } from '@niclab/shared/openapi';
+import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
+import { HTTP_METHODS, loadOpenApi, OPENAPI_PATH, type OperationObject } from '@niclab/shared/runtime/openapi';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -38,16 +38,16 @@ function sources(dir: string): string[] {
   });
 }
 
-test('only shared/problem.ts writes problem bodies (one error shape)', () => {
+test('only shared/runtime/problem.ts writes problem bodies (one error shape)', () => {
   const offenders = sources(join(root, 'services'))
-    .filter((path) => !path.endsWith('shared/src/problem.ts'))
+    .filter((path) => !path.endsWith('shared/src/runtime/problem.ts'))
     .filter((path) => /niclab\.dev\/problems|['"]application\/problem\+json['"]|title:\s*['"]/.test(readFileSync(path, 'utf8')));
   assert.deepEqual(offenders, []);
 });
 
-test('only shared/config.ts reads process.env (config is read once)', () => {
+test('only shared/runtime/config.ts reads process.env (config is read once)', () => {
   const offenders = sources(join(root, 'services'))
-    .filter((path) => !path.endsWith('shared/src/config.ts') && !path.endsWith('cli/src/main.ts'))
+    .filter((path) => !path.endsWith('shared/src/runtime/config.ts') && !path.endsWith('cli/src/main.ts'))
     .filter((path) => /process\.env/.test(readFileSync(path, 'utf8')));
   assert.deepEqual(offenders, []);
 });

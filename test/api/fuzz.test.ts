@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { newToken } from '@niclab/api/policy';
 import { Coordinator } from '@niclab/coordinator/coordinator';
-import { HTTP_METHODS, loadOpenApi, type OperationObject } from '@niclab/shared/openapi';
+import { HTTP_METHODS, loadOpenApi, type OperationObject } from '@niclab/shared/runtime/openapi';
 import { assertProblem, assertResponse } from '../helpers/contract.js';
 import { INJECTION } from '../helpers/injection.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';

@@ -7,7 +7,7 @@ import { assertResponse } from '../helpers/contract.js';
 import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
 import { createApiServices } from '@niclab/api/services';
-import { TERMINAL_STATUSES } from '@niclab/shared/contract';
+import { TERMINAL_STATUSES } from '@niclab/shared/domain/contract';
 import { freePort } from '../helpers/redis.js';
 import { silentLog, stackPerFile, startStack, testConfig, type Stack } from '../helpers/stack.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { renderLinks } from '@niclab/api/metrics';
-import type { LinkLabels, LinkValues } from '@niclab/shared/stats';
+import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
 import { startTestRedis } from '../helpers/redis.js';
 import { startStack, testConfig } from '../helpers/stack.js';
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import type { EndFigures, FlowResult, Job, Run } from '@niclab/shared/contract';
-import { endFigures } from '@niclab/shared/figures';
-import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
-import { summarize, tQuantile, welch } from '@niclab/shared/statistics';
+import type { EndFigures, FlowResult, Job, Run } from '@niclab/shared/domain/contract';
+import { endFigures } from '@niclab/shared/domain/figures';
+import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
+import { summarize, tQuantile, welch } from '@niclab/shared/domain/statistics';
 
 // Reference values from scipy 1.x (scipy.stats.t.ppf, scipy.stats.ttest_ind(equal_var=False)).
 describe('statistics against scipy', () => {
@@ -80,7 +80,7 @@ describe('comparison', () => {
     flows: r.flows.map((f) => ({ ...f, diagnostics: { sender: { agent: 'A', interface: 'eth1', address: '198.18.0.1', command: [], engineVersion, environment: { ...env, kernel } }, receiver: { agent: 'D', interface: 'eth1', address: '198.18.0.4', command: [], engineVersion, environment: env } } })),
   });
   test('environment differences the user did not vary are flagged; an engine change explains its version', async () => {
-    const { compareJobs } = await import('@niclab/shared/compare');
+    const { compareJobs } = await import('@niclab/shared/domain/compare');
     const patched = runs.map((r) => withEnv(r, '6.1.0-patched', 'niclab builtin'));
     const stock = runs.map((r) => withEnv(r, '6.1.0', 'niclab builtin'));
     const c = compareJobs(job, stock, job, patched);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { flowResult } from '@niclab/coordinator/flow-result';
-import type { EndReport, Leg } from '@niclab/shared/task';
+import type { EndReport, Leg } from '@niclab/shared/domain/task';
 
 const flow = { from: { agent: 'A', interface: 'eth1' }, to: { agent: 'B', interface: 'eth1' } };
 const leg: Leg = { flowIndex: 0, direction: 'forward', sender: flow.from, receiver: flow.to };

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
-import { Results, type ResultQuery, type RunSummary } from '@niclab/shared/results';
+import { Keys } from '@niclab/shared/stores/keys';
+import { Results, type ResultQuery, type RunSummary } from '@niclab/shared/stores/results';
 import { redisPerFile, uniquePrefix } from '../helpers/redis.js';
 
 let redis: Redis;

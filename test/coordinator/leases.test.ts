@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
-import { Leases } from '@niclab/shared/leases';
+import { Keys } from '@niclab/shared/stores/keys';
+import { Leases } from '@niclab/shared/stores/leases';
 import { waitFor } from '../helpers/processes.js';
 import { redisPerFile, uniquePrefix } from '../helpers/redis.js';
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
+import { Keys } from '@niclab/shared/stores/keys';
 import { INJECTION } from '../helpers/injection.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { childPids } from '../helpers/processes.js';

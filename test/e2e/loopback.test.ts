@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { Keys } from '@niclab/shared/keys';
-import { Leases } from '@niclab/shared/leases';
-import { createRedis } from '@niclab/shared/redis';
+import { Keys } from '@niclab/shared/stores/keys';
+import { Leases } from '@niclab/shared/stores/leases';
+import { createRedis } from '@niclab/shared/runtime/redis';
 import type { ApiClient } from '../helpers/api-client.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import { DATA, FIN, MAGIC } from '@niclab/agent/engines/builtin/udp-format';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
-import { canRun } from '@niclab/shared/engine-rules';
-import type { EngineParams } from '@niclab/shared/task';
+import { canRun } from '@niclab/shared/domain/engine-rules';
+import type { EngineParams } from '@niclab/shared/domain/task';
 
 const engine = ENGINES.builtin!;
 const udp = (pps: number, extra: Partial<EngineParams> = {}): EngineParams => ({

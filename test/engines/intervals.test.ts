@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ENGINES } from '@niclab/agent/engines/registry';
-import type { EngineParams } from '@niclab/shared/task';
+import type { EngineParams } from '@niclab/shared/domain/task';
 import { enginePair } from '../helpers/engines.js';
 
 const params: EngineParams = { protocol: 'tcp', test: 'stream', duration: 2, bufferLength: 65536, streams: 1, noDelay: false, interval: 0.5 };

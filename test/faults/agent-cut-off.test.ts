@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
+import { Keys } from '@niclab/shared/stores/keys';
 import { ApiClient } from '../helpers/api-client.js';
 import { childPids, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
+import { Keys } from '@niclab/shared/stores/keys';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { childPids, enginesOf, isAlive, waitFor } from '../helpers/processes.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { Keys } from '@niclab/shared/keys';
+import { Keys } from '@niclab/shared/stores/keys';
 import { ApiClient } from '../helpers/api-client.js';
 import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
+import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/runtime/private-redis';
 import { ApiClient } from '../helpers/api-client.js';
 import { isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
 import { freePort, uniquePrefix } from '../helpers/redis.js';

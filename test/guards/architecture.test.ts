@@ -3,10 +3,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Keys } from '@niclab/shared/keys';
-import { loadOpenApi } from '@niclab/shared/openapi';
-import { RUN_ERRORS } from '@niclab/shared/run-errors';
-import { TEST_KINDS } from '@niclab/shared/test-kinds/index';
+import { Keys } from '@niclab/shared/stores/keys';
+import { loadOpenApi } from '@niclab/shared/runtime/openapi';
+import { RUN_ERRORS } from '@niclab/shared/domain/run-errors';
+import { TEST_KINDS } from '@niclab/shared/domain/test-kinds/index';
 
 const SERVICES = fileURLToPath(new URL('../../services', import.meta.url));
 
@@ -107,11 +107,11 @@ test('Redis keys are built and used only in services/shared (the stores and prot
   assert.deepEqual(offenders, []);
 });
 
-test('each test kind is branched on by name only in its own module (services/shared/src/test-kinds/)', () => {
+test('each test kind is branched on by name only in its own module (services/shared/src/domain/test-kinds/)', () => {
   const names = Object.keys(TEST_KINDS).join('|');
   const branch = new RegExp(String.raw`(?:[!=]==\s*['"](?:${names})['"])|(?:['"](?:${names})['"]\s*[!=]==)|(?:case\s+['"](?:${names})['"])|(?:\.test\s*[!=]==)`);
   const offenders = sources(SERVICES)
-    .filter((file) => !relative(SERVICES, file).startsWith('shared/src/test-kinds/') && !file.includes('/generated/'))
+    .filter((file) => !relative(SERVICES, file).startsWith('shared/src/domain/test-kinds/') && !file.includes('/generated/'))
     .filter((file) => branch.test(readFileSync(file, 'utf8')))
     .map((file) => relative(SERVICES, file));
   assert.deepEqual(offenders, []);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ValidateFunction } from 'ajv';
-import { compileSchema, createAjv, loadOpenApi, resolveRef, type OperationObject } from '@niclab/shared/openapi';
+import { compileSchema, createAjv, loadOpenApi, resolveRef, type OperationObject } from '@niclab/shared/runtime/openapi';
 
 const ajv = createAjv();
 const cache = new Map<string, ValidateFunction>();

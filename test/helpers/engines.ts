@@ -1,6 +1,6 @@
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import type { ENGINES } from '@niclab/agent/engines/registry';
-import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/task';
+import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/domain/task';
 
 export type TestEngine = NonNullable<(typeof ENGINES)['builtin']>;
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { labDown, labUp, type LabHost, type LabState } from '@niclab/cli/lab/lab';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { ApiClient } from './api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from './redis.js';

@@ -68,7 +68,7 @@ export function childPids(pid: number): number[] {
   return out;
 }
 
-export { isRunning as isAlive } from '@niclab/shared/process';
+export { isRunning as isAlive } from '@niclab/shared/runtime/process';
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;

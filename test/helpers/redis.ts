@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import type { Redis } from 'ioredis';
-import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
-import { createRedis } from '@niclab/shared/redis';
+import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/runtime/private-redis';
+import { createRedis } from '@niclab/shared/runtime/redis';
 
 export async function freePort(): Promise<number> {
   const server = createServer();

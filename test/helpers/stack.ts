@@ -4,8 +4,8 @@ import { AgentService } from '@niclab/agent/agent';
 import { createApp } from '@niclab/api/app';
 import { createApiServices, type ApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
-import { loadConfig, type Config } from '@niclab/shared/config';
-import { createLogger } from '@niclab/shared/logger';
+import { loadConfig, type Config } from '@niclab/shared/runtime/config';
+import { createLogger } from '@niclab/shared/runtime/logger';
 import { startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 export type TestConfig = Config & { redisUrl: string };

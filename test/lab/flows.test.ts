@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { bareIperf3Flows, bareIperf3Udp, flow, linkCounters, mbit, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
 

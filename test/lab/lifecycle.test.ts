@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { namespaces } from '@niclab/cli/lab/lab';
 import { flow, NOT_ROOT, startTestLab } from '../helpers/lab.js';
 import { isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { flow, mbit, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 
 const KiB = 1024;

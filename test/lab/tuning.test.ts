@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import { describe, test } from 'node:test';
 import { startAgent } from '@niclab/cli/lab/lab';
-import { command } from '@niclab/shared/command';
+import { command } from '@niclab/shared/runtime/command';
 import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
 import { isAlive, waitFor } from '../helpers/processes.js';
 

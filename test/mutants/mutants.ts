@@ -59,7 +59,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'udp-rate-in-bytes',
     what: 'a UDP rate in bits/s is converted to datagrams/s as if it were bytes/s (a wrong unit)',
-    file: 'services/shared/src/udp-rate.ts',
+    file: 'services/shared/src/domain/udp-rate.ts',
     from: 'rate.bitsPerSecond / (packetSize * 8)',
     to: 'rate.bitsPerSecond / packetSize',
     tests: ['test/e2e/loopback.test.ts'],
@@ -68,7 +68,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'report-mbit-binary',
     what: "the report's Mbit/s columns divide by 2^20 instead of 10^6 (a wrong unit)",
-    file: 'services/shared/src/report.ts',
+    file: 'services/shared/src/domain/report.ts',
     from: 'fixed(avg((e) => e.realBitsPerSecond / 1e6), 4),',
     to: 'fixed(avg((e) => e.realBitsPerSecond / 2 ** 20), 4),',
     tests: ['test/api/report.test.ts'],
@@ -100,7 +100,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'sweep-off-by-one',
     what: "a sweep dimension's last value is never run",
-    file: 'services/shared/src/plan.ts',
+    file: 'services/shared/src/domain/plan.ts',
     from: 'points = points.flatMap((point) => values.map(',
     to: 'points = points.flatMap((point) => values.slice(0, -1).map(',
     tests: ['test/e2e/campaign.test.ts'],
@@ -109,7 +109,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'lease-never-released',
     what: "a run's interface leases are never released (later runs wait for them to lapse)",
-    file: 'services/shared/src/leases.ts',
+    file: 'services/shared/src/stores/leases.ts',
     from: 'return this.releaseScript(this.keyList(targets), holder);',
     to: 'return 0;',
     tests: ['test/coordinator/leases.test.ts'],
@@ -151,7 +151,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'lease-without-ttl',
     what: 'a lease is taken without its TTL, so a dead holder keeps it for ever',
-    file: 'services/shared/src/leases.ts',
+    file: 'services/shared/src/stores/leases.ts',
     from: "for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end",
     to: "for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1]) end",
     tests: ['test/coordinator/leases.test.ts'],
@@ -159,7 +159,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'never-running',
     what: 'a running job is shown as queued until it ends',
-    file: 'services/shared/src/job-store.ts',
+    file: 'services/shared/src/stores/job-store.ts',
     from: '    status: row.status as JobStatus,',
     to: "    status: (row.status === 'running' ? 'queued' : row.status) as JobStatus,",
     tests: ['test/e2e/loopback.test.ts'],
@@ -193,7 +193,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'heartbeats-ten',
     what: 'an agent is declared lost after 10 missed heartbeats instead of 3',
-    file: 'services/shared/src/agent-registry.ts',
+    file: 'services/shared/src/stores/agent-registry.ts',
     from: 'export const MISSED_HEARTBEATS = 3;',
     to: 'export const MISSED_HEARTBEATS = 10;',
     tests: ['test/faults/agent-kill.test.ts'],
@@ -234,7 +234,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'status-index-stale',
     what: "a job moved to another status stays listed under its old one",
-    file: 'services/shared/src/job-store.ts',
+    file: 'services/shared/src/stores/job-store.ts',
     from: "  redis.call('ZREM', KEYS[2] .. ':' .. cur, member)\n",
     to: '',
     tests: ['test/faults/redis-kill.test.ts'],

@@ -1,9 +1,9 @@
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import { networkInterfaces, release } from 'node:os';
 import { basename } from 'node:path';
-import { command } from '@niclab/shared/command';
-import type { AgentInterface, EndDiagnostics, NicDelta } from '@niclab/shared/contract';
-import { isInterfaceName } from '@niclab/shared/names';
+import { command } from '@niclab/shared/runtime/command';
+import type { AgentInterface, EndDiagnostics, NicDelta } from '@niclab/shared/domain/contract';
+import { isInterfaceName } from '@niclab/shared/domain/names';
 
 const SYS = '/sys/class/net';
 

@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
-import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/contract';
-import type { Keys } from '@niclab/shared/keys';
-import type { Logger } from '@niclab/shared/logger';
-import { publishJobEvent } from '@niclab/shared/events';
-import { RunChannel } from '@niclab/shared/run-channel';
-import type { EndReport, Task } from '@niclab/shared/task';
-import { taskProblems } from '@niclab/shared/task-check';
+import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/domain/contract';
+import type { Keys } from '@niclab/shared/stores/keys';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { publishJobEvent } from '@niclab/shared/stores/events';
+import { RunChannel } from '@niclab/shared/stores/run-channel';
+import type { EndReport, Task } from '@niclab/shared/domain/task';
+import { taskProblems } from '@niclab/shared/domain/task-check';
 import type { Engine } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
-import { bindAddress, isUsable } from '@niclab/shared/interfaces';
+import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import { counterDelta, readCounters, readEnvironment, readInterface } from './interfaces.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */

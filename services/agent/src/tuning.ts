@@ -1,10 +1,10 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { command } from '@niclab/shared/command';
-import type { Logger } from '@niclab/shared/logger';
-import { FEATURES, RINGS, type Tuning } from '@niclab/shared/tuning-rules';
-import { isUsable } from '@niclab/shared/interfaces';
+import { command } from '@niclab/shared/runtime/command';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { FEATURES, RINGS, type Tuning } from '@niclab/shared/domain/tuning-rules';
+import { isUsable } from '@niclab/shared/domain/interfaces';
 import { readInterface } from './interfaces.js';
 
 /** What a run changed on one interface, as it was before. */

@@ -1,8 +1,8 @@
-import type { Agent, FieldError, JobSpec } from '@niclab/shared/contract';
-import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/plan';
-import { HttpProblem } from '@niclab/shared/problem';
-import { udpBitsPerSecond } from '@niclab/shared/udp-rate';
-import type { RequestCounts } from '@niclab/shared/request-stores';
+import type { Agent, FieldError, JobSpec } from '@niclab/shared/domain/contract';
+import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/domain/plan';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
+import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
+import type { RequestCounts } from '@niclab/shared/stores/request-stores';
 import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
 
 /** What an operation of openapi.yaml needs (`x-niclab-scope`). */

@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import { loadOpenApi } from '@niclab/shared/openapi';
+import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { docsRouter } from './docs.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { handlers } from './handlers/index.js';

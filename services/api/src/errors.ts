@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from '@niclab/shared/logger';
-import { HttpProblem, PROBLEM_CONTENT_TYPE, problemBody } from '@niclab/shared/problem';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { HttpProblem, PROBLEM_CONTENT_TYPE, problemBody } from '@niclab/shared/runtime/problem';
 
 /** Errors body-parser raises, by its `type`. */
 const PARSER_ERRORS: Record<string, [number, string, string]> = {

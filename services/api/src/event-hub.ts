@@ -3,8 +3,8 @@
  * server-sent-event streams that follow those jobs.
  */
 import type { Redis } from 'ioredis';
-import { subscribeJobEvents, type JobEvent } from '@niclab/shared/events';
-import type { Keys } from '@niclab/shared/keys';
+import { subscribeJobEvents, type JobEvent } from '@niclab/shared/stores/events';
+import type { Keys } from '@niclab/shared/stores/keys';
 
 type Listener = (event: JobEvent) => void;
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Job } from '@niclab/shared/contract';
-import type { JobStore } from '@niclab/shared/job-store';
-import { HttpProblem } from '@niclab/shared/problem';
-import type { IdempotencyKeys } from '@niclab/shared/request-stores';
+import type { Job } from '@niclab/shared/domain/contract';
+import type { JobStore } from '@niclab/shared/stores/job-store';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
+import type { IdempotencyKeys } from '@niclab/shared/stores/request-stores';
 
 /** JSON with object keys sorted, so the same body hashes the same whatever its key order. */
 function canonical(value: unknown): string {

@@ -5,15 +5,16 @@
  */
 import type { Queue } from 'bullmq';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AgentRegistry } from '@niclab/shared/agent-registry';
-import type { Agent } from '@niclab/shared/contract';
-import type { JobStore } from '@niclab/shared/job-store';
-import type { Leases } from '@niclab/shared/leases';
-import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stats';
+import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import type { Agent } from '@niclab/shared/domain/contract';
+import type { JobStore } from '@niclab/shared/stores/job-store';
+import type { Leases } from '@niclab/shared/stores/leases';
+import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type MetricStore } from '@niclab/shared/stores/metric-store';
 
 /** Where a scrape reads the fleet from: the stores, never Redis keys of its own. */
 export interface MetricsSources {
   store: JobStore;
+  metricStore: MetricStore;
   agents: AgentRegistry;
   leases: Leases;
   jobsQueue: Queue;
@@ -43,7 +44,7 @@ export interface Metrics {
 }
 
 export function createMetrics(sources: MetricsSources): Metrics {
-  const { store, agents, leases, jobsQueue } = sources;
+  const { store, metricStore, agents, leases, jobsQueue } = sources;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
@@ -62,14 +63,14 @@ export function createMetrics(sources: MetricsSources): Metrics {
   };
   const read = async (): Promise<Snapshot> => {
     const [rawLinks, agentList, jobs, runs, queue] = await Promise.all([
-      store.stats.rawLinks(), agents.list(), store.stats.counts('jobs'), store.stats.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
+      metricStore.rawLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
     ]);
     const links = parseLinks(rawLinks);
     const [jobsByStatus, leasesHeld] = await Promise.all([
       store.countByStatus(JOB_STATUSES),
       leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name })))),
     ]);
-    const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await store.stats.histogram(name)]))) as Snapshot['histograms'];
+    const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)]))) as Snapshot['histograms'];
     return { links, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms };
   };
   /** Metrics rendered from one scrape's snapshot by renderSamples (prom-client formats slowly at fleet size). */

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { ConfigError, type Config } from '@niclab/shared/config';
-import { createAjv, fieldErrors } from '@niclab/shared/openapi';
+import { ConfigError, type Config } from '@niclab/shared/runtime/config';
+import { createAjv, fieldErrors } from '@niclab/shared/runtime/openapi';
 
 /** A token's name in the policy file (and in `niclab token NAME`). */
 export const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$/;

@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ValidateFunction } from 'ajv';
-import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/openapi';
-import { HttpProblem } from '@niclab/shared/problem';
+import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/runtime/openapi';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { admit, type OperationScope } from './access.js';
 import type { Handler, Reply } from './handler.js';
 import type { ApiServices } from './services.js';

@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { ErrorInfo, FieldError, JobSpec } from '@niclab/shared/contract';
+import type { ErrorInfo, FieldError, JobSpec } from '@niclab/shared/domain/contract';
 import type { components } from '@niclab/shared/generated/openapi';
-import type { Keys } from '@niclab/shared/keys';
-import type { Logger } from '@niclab/shared/logger';
-import { HttpProblem } from '@niclab/shared/problem';
-import { ScheduleStore, type ScheduleInput } from '@niclab/shared/schedule-store';
+import type { Keys } from '@niclab/shared/stores/keys';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
+import { ScheduleStore, type ScheduleInput } from '@niclab/shared/stores/schedule-store';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 import { submissionErrors, submitJob, withDefaults, type SubmitDeps } from './submission.js';

@@ -1,14 +1,17 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentRegistry } from '@niclab/shared/agent-registry';
-import { CancelBus } from '@niclab/shared/cancel-bus';
-import type { Config } from '@niclab/shared/config';
-import { JobStore } from '@niclab/shared/job-store';
-import { Keys } from '@niclab/shared/keys';
-import { Leases } from '@niclab/shared/leases';
-import type { Logger } from '@niclab/shared/logger';
-import { createRedis } from '@niclab/shared/redis';
-import { IdempotencyKeys, RequestCounts } from '@niclab/shared/request-stores';
+import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import { CancelBus } from '@niclab/shared/stores/cancel-bus';
+import type { Config } from '@niclab/shared/runtime/config';
+import { JobStore } from '@niclab/shared/stores/job-store';
+import { JobEventPublisher } from '@niclab/shared/stores/events';
+import { MetricStore } from '@niclab/shared/stores/metric-store';
+import { Results } from '@niclab/shared/stores/results';
+import { Keys } from '@niclab/shared/stores/keys';
+import { Leases } from '@niclab/shared/stores/leases';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { createRedis } from '@niclab/shared/runtime/redis';
+import { IdempotencyKeys, RequestCounts } from '@niclab/shared/stores/request-stores';
 import { createMetrics, type Metrics } from './metrics.js';
 import { EventHub } from './event-hub.js';
 import { Schedules } from './schedules.js';
@@ -22,6 +25,10 @@ export interface ApiServices {
   keys: Keys;
   redis: Redis;
   store: JobStore;
+  /** The history of run summaries (/v1/results). */
+  results: Results;
+  /** /metrics' counts in Redis, kept by the store's observers. */
+  metricStore: MetricStore;
   agents: AgentRegistry;
   jobsQueue: Queue;
   metrics: Metrics;
@@ -38,17 +45,19 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
-  const store = new JobStore(redis, keys);
+  const metricStore = new MetricStore(redis, keys);
+  const results = new Results(redis, keys);
+  const store = new JobStore(redis, keys, [metricStore, results, new JobEventPublisher(redis, keys)]);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
   const events = new EventHub(redis, keys);
   return {
-    config, policy, log, keys, redis, jobsQueue, store, agents, schedules, events,
+    config, policy, log, keys, redis, jobsQueue, store, results, metricStore, agents, schedules, events,
     cancels: new CancelBus(redis, keys),
     requestCounts: new RequestCounts(redis, keys),
     // An Idempotency-Key remembers the job it created for a day.
     idempotencyKeys: new IdempotencyKeys(redis, keys, 24 * 3600),
-    metrics: createMetrics({ store, agents, jobsQueue, leases: new Leases(redis, keys) }),
+    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases: new Leases(redis, keys) }),
     async close() {
       events.close();
       await schedules.close();

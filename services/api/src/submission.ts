@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { AgentRegistry } from '@niclab/shared/agent-registry';
-import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/contract';
-import { canRun } from '@niclab/shared/engine-rules';
-import { bindAddress, isUsable } from '@niclab/shared/interfaces';
-import type { JobStore } from '@niclab/shared/job-store';
-import type { Logger } from '@niclab/shared/logger';
-import { intervalOf, planRuns } from '@niclab/shared/plan';
-import { HttpProblem } from '@niclab/shared/problem';
-import { kindOf } from '@niclab/shared/test-kinds/index';
-import { tuningErrors } from '@niclab/shared/tuning-rules';
+import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/domain/contract';
+import { canRun } from '@niclab/shared/domain/engine-rules';
+import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
+import type { JobStore } from '@niclab/shared/stores/job-store';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import { intervalOf, planRuns } from '@niclab/shared/domain/plan';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
+import { kindOf } from '@niclab/shared/domain/test-kinds/index';
+import { tuningErrors } from '@niclab/shared/domain/tuning-rules';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 

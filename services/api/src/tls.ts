@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { ConfigError, type Config } from '@niclab/shared/config';
+import { ConfigError, type Config } from '@niclab/shared/runtime/config';
 
 export interface TlsFiles {
   cert: Buffer;

@@ -11,10 +11,10 @@ import { apiTls, type TlsFiles } from '@niclab/api/tls';
 import { createApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
-import { ConfigError, loadConfig, type Config } from '@niclab/shared/config';
-import { createLogger, type Logger } from '@niclab/shared/logger';
-import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/private-redis';
-import { VERSION } from '@niclab/shared/version';
+import { ConfigError, loadConfig, type Config } from '@niclab/shared/runtime/config';
+import { createLogger, type Logger } from '@niclab/shared/runtime/logger';
+import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/runtime/private-redis';
+import { VERSION } from '@niclab/shared/runtime/version';
 import { labCommand } from './lab/cli.js';
 
 const USAGE = `niclab ${VERSION}: benchmark network interfaces across lab hosts

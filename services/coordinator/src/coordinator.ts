@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentRegistry } from '@niclab/shared/agent-registry';
-import { strategyFor } from '@niclab/shared/campaign';
-import { CancelBus } from '@niclab/shared/cancel-bus';
-import type { Config } from '@niclab/shared/config';
-import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/contract';
-import { JobStore } from '@niclab/shared/job-store';
-import { Keys } from '@niclab/shared/keys';
-import { Leases, type LeaseTarget } from '@niclab/shared/leases';
-import type { Logger } from '@niclab/shared/logger';
-import type { PlannedRun } from '@niclab/shared/plan';
-import { createRedis } from '@niclab/shared/redis';
+import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import { strategyFor } from '@niclab/shared/domain/campaign';
+import { CancelBus } from '@niclab/shared/stores/cancel-bus';
+import type { Config } from '@niclab/shared/runtime/config';
+import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
+import { JobStore } from '@niclab/shared/stores/job-store';
+import { JobEventPublisher } from '@niclab/shared/stores/events';
+import { MetricStore } from '@niclab/shared/stores/metric-store';
+import { Results } from '@niclab/shared/stores/results';
+import { Keys } from '@niclab/shared/stores/keys';
+import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
+import type { Logger } from '@niclab/shared/runtime/logger';
+import type { PlannedRun } from '@niclab/shared/domain/plan';
+import { createRedis } from '@niclab/shared/runtime/redis';
 import { RetryPolicy } from './retry-policy.js';
 import { RunExecution, type RunDeps } from './run-execution.js';
 import { SHUTDOWN } from './run-outcome.js';
@@ -58,6 +61,7 @@ export class Coordinator {
   private readonly redis: Redis;
   private readonly subscriber: Redis;
   private readonly store: JobStore;
+  private readonly results: Results;
   private readonly registry: AgentRegistry;
   private readonly leases: Leases;
   private readonly cancels: CancelBus;
@@ -72,7 +76,8 @@ export class Coordinator {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
-    this.store = new JobStore(this.redis, this.keys);
+    this.results = new Results(this.redis, this.keys);
+    this.store = new JobStore(this.redis, this.keys, [new MetricStore(this.redis, this.keys), this.results, new JobEventPublisher(this.redis, this.keys)]);
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
     this.cancels = new CancelBus(this.redis, this.keys);
@@ -83,7 +88,7 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
-    const moved = await this.store.results.migrate();
+    const moved = await this.results.migrate();
     if (moved > 0) this.log.info({ summaries: moved }, 'history moved to the indexed layout');
     await this.cancels.listen(this.subscriber, (message) => {
       if ('jobId' in message) this.active.get(message.jobId)?.abort({ code: 'canceled', message: 'The job was canceled.' });
@@ -117,7 +122,7 @@ export class Coordinator {
       jobs += ids.length;
       if (ids.length < 500) break;
     }
-    const summaries = await this.store.results.expire(now - this.config.resultsRetentionDays * DAY_MS);
+    const summaries = await this.results.expire(now - this.config.resultsRetentionDays * DAY_MS);
     if (jobs || summaries) this.log.info({ jobs, summaries }, 'retention: deleted');
     return { jobs, summaries };
   }

@@ -1,5 +1,5 @@
-import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/contract';
-import type { EndReport, Leg } from '@niclab/shared/task';
+import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
+import type { EndReport, Leg } from '@niclab/shared/domain/task';
 import { pickError } from './run-outcome.js';
 
 /** One leg's result from its two ends' reports. */

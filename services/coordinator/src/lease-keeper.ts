@@ -1,5 +1,5 @@
-import type { Leases, LeaseTarget } from '@niclab/shared/leases';
-import type { Logger } from '@niclab/shared/logger';
+import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
+import type { Logger } from '@niclab/shared/runtime/logger';
 
 /**
  * Keeps a run's interface leases while it lasts: renews them three times per TTL. A lease

@@ -1,6 +1,6 @@
-import { MISSED_HEARTBEATS, type AgentRegistry } from '@niclab/shared/agent-registry';
-import type { ErrorInfo } from '@niclab/shared/contract';
-import type { Logger } from '@niclab/shared/logger';
+import { MISSED_HEARTBEATS, type AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import type { ErrorInfo } from '@niclab/shared/domain/contract';
+import type { Logger } from '@niclab/shared/runtime/logger';
 
 /** How often a running run checks that its agents are still alive. */
 const LIVENESS_CHECK_MS = 1000;

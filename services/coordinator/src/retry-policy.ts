@@ -1,5 +1,5 @@
-import type { Run } from '@niclab/shared/contract';
-import { RUN_ERRORS } from '@niclab/shared/run-errors';
+import type { Run } from '@niclab/shared/domain/contract';
+import { RUN_ERRORS } from '@niclab/shared/domain/run-errors';
 
 export type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
 

@@ -1,5 +1,5 @@
-import type { ErrorInfo, FlowResult, Run } from '@niclab/shared/contract';
-import { RUN_ERRORS } from '@niclab/shared/run-errors';
+import type { ErrorInfo, FlowResult, Run } from '@niclab/shared/domain/contract';
+import { RUN_ERRORS } from '@niclab/shared/domain/run-errors';
 
 /** The abort reason of a coordinator that is stopping: its job is interrupted, not ended. */
 export const SHUTDOWN: ErrorInfo = { code: 'coordinator_shutdown', message: 'the coordinator is shutting down' };

@@ -1,8 +1,8 @@
 import { fork, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ErrorInfo, Interval } from '@niclab/shared/contract';
-import { toRunError } from '@niclab/shared/run-errors';
+import type { ErrorInfo, Interval } from '@niclab/shared/domain/contract';
+import { toRunError } from '@niclab/shared/domain/run-errors';
 
 /** Messages an engine child sends over IPC. */
 export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };

@@ -1,6 +1,6 @@
-import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, RrFigures } from '@niclab/shared/contract';
-import type { EndUdp } from '@niclab/shared/task';
-import type { Task } from '@niclab/shared/task';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, RrFigures } from '@niclab/shared/domain/contract';
+import type { EndUdp } from '@niclab/shared/domain/task';
+import type { Task } from '@niclab/shared/domain/task';
 
 /** What the agent gives an engine for one end of one flow. */
 export interface EngineContext {

@@ -1,4 +1,4 @@
-import type { EngineInfo, EngineName } from '@niclab/shared/contract';
+import type { EngineInfo, EngineName } from '@niclab/shared/domain/contract';
 import type { Engine } from './engine.js';
 import { builtinEngine } from './builtin/index.js';
 import { iperf3Engine } from './iperf3/index.js';

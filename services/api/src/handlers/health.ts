@@ -1,4 +1,4 @@
-import { HttpProblem } from '@niclab/shared/problem';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
 import type { Handler } from '../handler.js';
 
 export const getMetrics: Handler = async (_request, { metrics }) => {

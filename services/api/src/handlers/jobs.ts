@@ -1,8 +1,8 @@
-import { TERMINAL_STATUSES, type ErrorInfo, type JobSpec, type JobStatus } from '@niclab/shared/contract';
-import { HttpProblem } from '@niclab/shared/problem';
-import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/compare';
-import { buildReport, reportCsv, reportTable } from '@niclab/shared/report';
-import { RunChannel } from '@niclab/shared/run-channel';
+import { TERMINAL_STATUSES, type ErrorInfo, type JobSpec, type JobStatus } from '@niclab/shared/domain/contract';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
+import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/domain/compare';
+import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
+import { RunChannel } from '@niclab/shared/stores/run-channel';
 import type { Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
@@ -89,11 +89,11 @@ export const cancelJob: Handler = async ({ params, principal }, { store, cancels
   return { status: 202, body: await store.get(id) };
 };
 
-export const listResults: Handler = async ({ query }, { store }) => {
+export const listResults: Handler = async ({ query }, { results }) => {
   const to = query.to ? Date.parse(query.to as string) : Date.now();
   const from = query.from ? Date.parse(query.from as string) : to - 24 * 3600 * 1000;
   if (from > to) throw HttpProblem.invalid([{ field: 'query.from', message: 'must not be after to' }]);
-  const found = await store.results.query({
+  const found = await results.query({
     from, to, limit: query.limit as number,
     agent: query.agent as string | undefined, interface: query.interface as string | undefined,
     schedule: query.schedule as string | undefined, label: query.label as string | undefined,

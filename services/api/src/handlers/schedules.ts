@@ -1,4 +1,4 @@
-import { HttpProblem } from '@niclab/shared/problem';
+import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { mayManage } from '../access.js';
 import type { Handler, ValidatedRequest } from '../handler.js';
 import type { ScheduleInput } from '../schedules.js';

@@ -3,9 +3,9 @@
  * through the REST API (`--api URL` or NICLAB_API, `--token` or NICLAB_TOKEN).
  */
 import { parseArgs } from 'node:util';
-import type { Agent, Job } from '@niclab/shared/contract';
-import { pointLabel, alignTable } from '@niclab/shared/report';
-import { kindOf } from '@niclab/shared/test-kinds/index';
+import type { Agent, Job } from '@niclab/shared/domain/contract';
+import { pointLabel, alignTable } from '@niclab/shared/domain/report';
+import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { Api, ClientError } from './http.js';
 import { ArgumentError, specOf, type RunOptions } from './spec.js';
 

@@ -1,5 +1,5 @@
 /** The command line's view of the API: JSON in and out, problems turned into readable errors. */
-import type { Problem } from '@niclab/shared/contract';
+import type { Problem } from '@niclab/shared/domain/contract';
 
 /** An error to show as it is: the API's problem detail and the fields it names, no stack. */
 export class ClientError extends Error {

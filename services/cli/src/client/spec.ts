@@ -3,9 +3,9 @@
  * like A:eth1, sweeps like w=8k,16k. Everything is checked here for a readable message, and
  * again by the API against openapi.yaml.
  */
-import type { JobSpec } from '@niclab/shared/contract';
+import type { JobSpec } from '@niclab/shared/domain/contract';
 import type { components } from '@niclab/shared/generated/openapi';
-import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/names';
+import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
 
 export class ArgumentError extends Error {}
 

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentRegistry } from '@niclab/shared/agent-registry';
-import type { Config } from '@niclab/shared/config';
-import { Keys } from '@niclab/shared/keys';
-import { createRedis } from '@niclab/shared/redis';
+import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import type { Config } from '@niclab/shared/runtime/config';
+import { Keys } from '@niclab/shared/stores/keys';
+import { createRedis } from '@niclab/shared/runtime/redis';
 import { LabError, labDown, labStatus, labUp } from './lab.js';
 
 interface LabFlags {

@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isRunning } from '@niclab/shared/process';
-import { command } from '@niclab/shared/command';
+import { isRunning } from '@niclab/shared/runtime/process';
+import { command } from '@niclab/shared/runtime/command';
 
 /** The niclab command this lab's agents run: the compiled one, from src/lab and dist/lab alike. */
 const CLI = fileURLToPath(new URL('../../dist/main.js', import.meta.url));

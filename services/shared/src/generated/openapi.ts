@@ -506,7 +506,7 @@ export interface components {
                 };
             };
         };
-        Stats: {
+        RepeatSummary: {
             n: number;
             mean: number;
             /** @description Sample standard deviation (n - 1). */
@@ -517,7 +517,7 @@ export interface components {
             confidenceInterval: number[];
             coefficientOfVariation: number;
         };
-        NullableStats: null | components["schemas"]["Stats"];
+        NullableRepeatSummary: null | components["schemas"]["RepeatSummary"];
         Report: {
             jobId: components["schemas"]["Id"];
             status: components["schemas"]["JobStatus"];
@@ -549,21 +549,21 @@ export interface components {
                     direction: "forward" | "reverse";
                     from: components["schemas"]["Endpoint"];
                     to: components["schemas"]["Endpoint"];
-                    bitsPerSecond: components["schemas"]["NullableStats"];
-                    retransmits: components["schemas"]["NullableStats"];
-                    udpLossRatio: components["schemas"]["NullableStats"];
-                    jitterSeconds: components["schemas"]["NullableStats"];
-                    transactionsPerSecond: components["schemas"]["NullableStats"];
-                    rttP50Seconds: components["schemas"]["NullableStats"];
-                    rttP99Seconds: components["schemas"]["NullableStats"];
-                    senderCpuSeconds: components["schemas"]["NullableStats"];
-                    receiverCpuSeconds: components["schemas"]["NullableStats"];
+                    bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
+                    retransmits: components["schemas"]["NullableRepeatSummary"];
+                    udpLossRatio: components["schemas"]["NullableRepeatSummary"];
+                    jitterSeconds: components["schemas"]["NullableRepeatSummary"];
+                    transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
+                    rttP50Seconds: components["schemas"]["NullableRepeatSummary"];
+                    rttP99Seconds: components["schemas"]["NullableRepeatSummary"];
+                    senderCpuSeconds: components["schemas"]["NullableRepeatSummary"];
+                    receiverCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                 }[];
                 /** @description Each run's figures summed over its flows. */
                 total: {
-                    bitsPerSecond: components["schemas"]["NullableStats"];
-                    retransmits: components["schemas"]["NullableStats"];
-                    transactionsPerSecond: components["schemas"]["NullableStats"];
+                    bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
+                    retransmits: components["schemas"]["NullableRepeatSummary"];
+                    transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
                 };
             }[];
             failedRuns: {

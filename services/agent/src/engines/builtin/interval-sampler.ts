@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Interval } from '@niclab/shared/contract';
+import type { Interval } from '@niclab/shared/domain/contract';
 
 /** A receiver's throughput every `seconds`, from its first byte to its last. */
 export class IntervalSampler {

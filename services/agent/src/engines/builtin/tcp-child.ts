@@ -6,9 +6,9 @@
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { endFigures, rttSummary } from '@niclab/shared/figures';
-import type { EndFigures, Interval, RrFigures } from '@niclab/shared/contract';
-import type { EngineParams } from '@niclab/shared/task';
+import { endFigures, rttSummary } from '@niclab/shared/domain/figures';
+import type { EndFigures, Interval, RrFigures } from '@niclab/shared/domain/contract';
+import type { EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { readSocketBuffers, setSocketBuffers, tcpRetransmits } from './sockopt.js';

@@ -6,12 +6,12 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { EndFigures, Interval } from '@niclab/shared/contract';
-import { endFigures } from '@niclab/shared/figures';
-import type { EndUdp, EngineParams } from '@niclab/shared/task';
+import type { EndFigures, Interval } from '@niclab/shared/domain/contract';
+import { endFigures } from '@niclab/shared/domain/figures';
+import type { EndUdp, EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
-import { udpPacketsPerSecond } from '@niclab/shared/udp-rate';
+import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import { DATA, FIN, HEADER_BYTES, MAGIC } from './udp-format.js';
 
 export interface UdpChildInput {

@@ -1,4 +1,4 @@
-import { BUILTIN_UDP_HEADER_BYTES } from '@niclab/shared/engine-rules';
+import { BUILTIN_UDP_HEADER_BYTES } from '@niclab/shared/domain/engine-rules';
 
 /** The builtin engine's UDP datagram: a header, then padding up to packetSize. */
 export const MAGIC = 0x4e49434c; // "NICL"

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
-import { command } from '@niclab/shared/command';
-import type { EngineInfo, ErrorInfo } from '@niclab/shared/contract';
-import { udpBitsPerSecond } from '@niclab/shared/udp-rate';
+import { command } from '@niclab/shared/runtime/command';
+import type { EngineInfo, ErrorInfo } from '@niclab/shared/domain/contract';
+import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
 import { parseEnd, type Iperf3Json } from './parse.js';

@@ -1,6 +1,6 @@
-import type { EndDiagnostics, EndFigures, Interval } from '@niclab/shared/contract';
-import { endFigures } from '@niclab/shared/figures';
-import type { EndUdp } from '@niclab/shared/task';
+import type { EndDiagnostics, EndFigures, Interval } from '@niclab/shared/domain/contract';
+import { endFigures } from '@niclab/shared/domain/figures';
+import type { EndUdp } from '@niclab/shared/domain/task';
 
 /** The parts of iperf3's --json output (3.x) that niclab reads. */
 export interface Iperf3Sum {

@@ -4,9 +4,10 @@
  * are taken. Fire and forget: a listener that is not there misses them, the job is in Redis.
  */
 import type { Redis } from 'ioredis';
-import type { ErrorInfo, Interval, JobStatus } from './contract.js';
+import type { ErrorInfo, Interval, Job, JobStatus, Run } from '../domain/contract.js';
 import type { Keys } from './keys.js';
-import type { RunSummary } from './results.js';
+import { summarizeRun, type RunSummary } from './results.js';
+import type { JobObserver } from './job-observer.js';
 
 export type JobEvent =
   | { type: 'status'; status: JobStatus; progress: { runsDone: number; runsTotal: number }; error: ErrorInfo | null }
@@ -27,4 +28,21 @@ export async function subscribeJobEvents(subscriber: Redis, keys: Keys, onEvent:
 
 export async function publishJobEvent(redis: Redis, keys: Keys, jobId: string, event: JobEvent): Promise<void> {
   await redis.publish(keys.jobEvents(jobId), JSON.stringify(event));
+}
+
+/** Publishes every status change and finished run on the job's event channel (GET /v1/jobs/{id}/events). */
+export class JobEventPublisher implements JobObserver {
+  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+
+  async jobMoved(job: Job): Promise<void> {
+    await publishJobEvent(this.redis, this.keys, job.id, { type: 'status', status: job.status, progress: job.progress, error: job.error });
+  }
+
+  async runEnded(job: Job, run: Run): Promise<void> {
+    await publishJobEvent(this.redis, this.keys, job.id, { type: 'run', run: summarizeRun(job, run) });
+  }
+
+  async progressed(jobId: string, runsDone: number, runsTotal: number): Promise<void> {
+    await publishJobEvent(this.redis, this.keys, jobId, { type: 'progress', runsDone, runsTotal });
+  }
 }

@@ -1,5 +1,5 @@
 /** Friendly names for the types generated from openapi.yaml (never hand-copied). */
-import type { components } from './generated/openapi.js';
+import type { components } from '../generated/openapi.js';
 
 type S = components['schemas'];
 export type JobSpec = S['JobSpec'];

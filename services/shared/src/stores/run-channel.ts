@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.js';
-import type { EndReport, ReadyReply, Task } from './task.js';
+import type { EndReport, ReadyReply, Task } from '../domain/task.js';
 
 /** Replies live long enough for a coordinator to read them, then expire. */
 const REPLY_TTL_SECONDS = 3600;

@@ -4,7 +4,7 @@
  */
 import { byPoint, headline, runValue } from './campaign.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
-import type { components } from './generated/openapi.js';
+import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
 import { pointLabel, alignTable } from './report.js';
 import { summarize, welch } from './statistics.js';

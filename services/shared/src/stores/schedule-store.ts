@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { components } from './generated/openapi.js';
+import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
 
 export type ScheduleInput = components['schemas']['ScheduleInput'];

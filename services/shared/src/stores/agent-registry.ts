@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Agent } from './contract.js';
+import type { Agent } from '../domain/contract.js';
 import type { Keys } from './keys.js';
 
 /** What an agent writes about itself; `online` and `lastSeen` are derived by readers. */

@@ -1,4 +1,4 @@
-import type { FieldError, Problem } from './contract.js';
+import type { FieldError, Problem } from '../domain/contract.js';
 
 /** The only place an error body is written: every error leaves the API as RFC 9457 problem+json. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -3,14 +3,14 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
-import type { FieldError } from './contract.js';
+import type { FieldError } from '../domain/contract.js';
 
 // ajv-formats is CommonJS; its default export arrives one level down under NodeNext.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
 
-/** openapi.yaml at the repository (or image) root: src/ and dist/ are both three levels down. */
-export const OPENAPI_PATH = fileURLToPath(new URL('../../../openapi.yaml', import.meta.url));
+/** openapi.yaml at the repository (or image) root: src/runtime/ and dist/runtime/ are both four levels down. */
+export const OPENAPI_PATH = fileURLToPath(new URL('../../../../openapi.yaml', import.meta.url));
 
 export interface OpenApiDocument {
   openapi: string;

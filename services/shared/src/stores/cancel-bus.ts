@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { ErrorInfo } from './contract.js';
+import type { ErrorInfo } from '../domain/contract.js';
 import type { Keys } from './keys.js';
-import { toRunError } from './run-errors.js';
+import { toRunError } from '../domain/run-errors.js';
 
 /** A cancel announcement: a whole job (the API's DELETE), or one abandoned run (the coordinator's). */
 export type CancelMessage = ({ jobId: string } | { runId: string }) & ErrorInfo;

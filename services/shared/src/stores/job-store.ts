@@ -1,10 +1,8 @@
 import type { Redis } from 'ioredis';
-import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from './contract.js';
+import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobPage, type JobSpec, type JobStatus, type Run } from '../domain/contract.js';
 import type { Keys } from './keys.js';
-import { defineScript, type Script } from './redis.js';
-import { publishJobEvent } from './events.js';
-import { Results, summarizeRun } from './results.js';
-import { Stats } from './stats.js';
+import { defineScript, type Script } from '../runtime/redis.js';
+import type { JobObserver } from './job-observer.js';
 
 /**
  * Moves a job between statuses atomically, keeping the per-status indexes in step.
@@ -77,16 +75,10 @@ export interface JobPatch {
 export class JobStore {
   private readonly transitionScript: Script;
   private readonly createScript: Script;
-  /** Every start and end is counted for /metrics here, where every transition passes. */
-  readonly stats: Stats;
-  /** Every finished run's summary, for the history (/v1/results). */
-  readonly results: Results;
 
-  constructor(private readonly redis: Redis, private readonly keys: Keys) {
+  constructor(private readonly redis: Redis, private readonly keys: Keys, private readonly observers: readonly JobObserver[] = []) {
     this.transitionScript = defineScript(redis, 'niclabTransition', TRANSITION);
     this.createScript = defineScript(redis, 'niclabCreateJob', CREATE);
-    this.stats = new Stats(redis, keys);
-    this.results = new Results(redis, keys);
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, owner = 'anonymous', now = new Date()): Promise<Job> {
@@ -158,10 +150,7 @@ export class JobStore {
     const moved = (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
     if (moved) {
       const job = await this.get(id);
-      if (job) {
-        await publishJobEvent(this.redis, this.keys, id, { type: 'status', status: job.status, progress: job.progress, error: job.error });
-        if (to !== 'queued') await this.stats.jobMoved(job, to);
-      }
+      if (job) for (const observer of this.observers) await observer.jobMoved?.(job, to);
     }
     return moved;
   }
@@ -173,17 +162,14 @@ export class JobStore {
 
   async setProgress(id: string, runsDone: number, runsTotal: number): Promise<void> {
     await this.redis.hset(this.keys.job(id), { runsDone, runsTotal });
-    await publishJobEvent(this.redis, this.keys, id, { type: 'progress', runsDone, runsTotal });
+    for (const observer of this.observers) await observer.progressed?.(id, runsDone, runsTotal);
   }
 
   async saveRun(run: Run): Promise<void> {
     await this.redis.hset(this.keys.runs(run.jobId), String(run.index).padStart(6, '0'), JSON.stringify(run));
     if (isFinished(run)) {
       const job = await this.get(run.jobId);
-      if (job) {
-        await Promise.all([this.stats.runEnded(job, run), this.results.add(job, run)]);
-        await publishJobEvent(this.redis, this.keys, run.jobId, { type: 'run', run: summarizeRun(job, run) });
-      }
+      if (job) for (const observer of this.observers) await observer.runEnded?.(job, run);
     }
   }
 

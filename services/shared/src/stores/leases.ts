@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.js';
-import { defineScript, type Script } from './redis.js';
+import { defineScript, type Script } from '../runtime/redis.js';
 
 /** Takes every key or none: free keys, or keys this holder already has, are (re)set with the TTL. */
 const ACQUIRE = `

@@ -4,8 +4,9 @@
  * at scrape time.
  */
 import type { Redis } from 'ioredis';
-import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run } from './contract.js';
+import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run } from '../domain/contract.js';
 import type { Keys } from './keys.js';
+import type { JobObserver } from './job-observer.js';
 
 /** Upper bounds (seconds) of the job histograms' buckets. */
 export const HISTOGRAMS = {
@@ -43,7 +44,8 @@ export interface LinkValues {
 
 const seconds = (from: string | null, to: string | null) => (from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : null);
 
-export class Stats {
+/** /metrics' counts, histograms and last link results in Redis: a JobStore observer. */
+export class MetricStore implements JobObserver {
   constructor(private readonly redis: Redis, private readonly keys: Keys) {}
 
   private observe(multi: ReturnType<Redis['multi']>, name: HistogramName, value: number): void {

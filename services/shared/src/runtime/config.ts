@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { AGENT_ID } from './names.js';
+import { AGENT_ID } from '../domain/names.js';
 
 /** Everything niclab reads from its environment, parsed once at start. Nothing else reads process.env. */
 export interface Config {

@@ -3,10 +3,11 @@
  * longer than the runs themselves (no intervals, no diagnostics), for scripts and Grafana.
  */
 import type { Redis } from 'ioredis';
-import type { Job, Run } from './contract.js';
-import type { components } from './generated/openapi.js';
+import type { Job, Run } from '../domain/contract.js';
+import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
-import { defineScript, type Script } from './redis.js';
+import type { JobObserver } from './job-observer.js';
+import { defineScript, type Script } from '../runtime/redis.js';
 
 export type RunSummary = components['schemas']['RunSummary'];
 
@@ -73,14 +74,14 @@ const PAGE = 1000;
  * end time: the whole history, one per agent and one per schedule, so a query for an agent
  * (or one of its interfaces) or a schedule reads only those runs, however long the history is.
  */
-export class Results {
+export class Results implements JobObserver {
   private readonly trimIndex: Script;
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {
     this.trimIndex = defineScript(redis, 'niclabTrimHistoryIndex', TRIM_INDEX);
   }
 
-  async add(job: Job, run: Run): Promise<void> {
+  async runEnded(job: Job, run: Run): Promise<void> {
     await this.addSummaries([summarizeRun(job, run)]);
   }
 

@@ -4,26 +4,27 @@
  */
 import { byPoint, headline, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js';
-import type { components } from './generated/openapi.js';
+import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
-type LegStats = ReportPoint['flows'][number];
-type Stats = components['schemas']['Stats'];
+type LegFigures = ReportPoint['flows'][number];
+/** The summary of one figure over a point's repetitions (the contract's RepeatSummary). */
+type RepeatSummary = components['schemas']['RepeatSummary'];
 
-const stats = (values: (number | null | undefined)[], confidence: number): Stats | null => {
+const summaryOf = (values: (number | null | undefined)[], confidence: number): RepeatSummary | null => {
   const present = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
   return present.length === 0 ? null : summarize(present, confidence);
 };
 
 /** Every figure of one leg over a point's succeeded runs. */
-function legStats(runs: Run[], leg: number, confidence: number): LegStats {
+function legFigures(runs: Run[], leg: number, confidence: number): LegFigures {
   const flows = runs.map((r) => r.flows[leg]!);
   const [first] = flows;
-  const pick = (f: (flow: FlowResult) => number | null | undefined) => stats(flows.map(f), confidence);
+  const pick = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(flows.map(f), confidence);
   return {
     flowIndex: first!.flowIndex,
     direction: first!.direction,
@@ -53,8 +54,8 @@ export function buildReport(job: Job, runs: Run[]): Report {
     const mine = grouped.get(key) ?? [];
     const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
     const legs = ok[0]?.flows.length ?? 0;
-    const flows = Array.from({ length: legs }, (_, leg) => legStats(ok, leg, confidence));
-    const sum = (f: (flow: FlowResult) => number | null | undefined) => stats(ok.map((r) => r.flows.reduce((a, flow) => a + (f(flow) ?? 0), 0)), confidence);
+    const flows = Array.from({ length: legs }, (_, leg) => legFigures(ok, leg, confidence));
+    const sum = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(ok.map((r) => r.flows.reduce((a, flow) => a + (f(flow) ?? 0), 0)), confidence);
     const state = states.get(key)!;
     return {
       point,
@@ -101,7 +102,7 @@ export function reportCsv(report: Report): string {
   const dims = report.dimensions as (typeof DIMENSIONS)[number][];
   const header = [...dims, 'flow', 'direction', 'from', 'to', 'metric', 'n', 'mean', 'standardDeviation', 'min', 'max', 'ciLow', 'ciHigh', 'coefficientOfVariation'];
   const rows: unknown[][] = [];
-  const row = (point: SweepPoint, flow: string, direction: string, from: string, to: string, metric: string, s: Stats | null | undefined) => {
+  const row = (point: SweepPoint, flow: string, direction: string, from: string, to: string, metric: string, s: RepeatSummary | null | undefined) => {
     if (!s) return;
     const dimValues = dims.map((d) => {
       const v = point[d];
@@ -149,7 +150,7 @@ function nttcpColumns(ends: (EndFigures | null)[]): string[] {
   ];
 }
 
-const ci = (s: Stats, scale: number, digits: number) => `${(s.confidenceInterval[0]! / scale).toFixed(digits)}-${(s.confidenceInterval[1]! / scale).toFixed(digits)}`;
+const ci = (s: RepeatSummary, scale: number, digits: number) => `${(s.confidenceInterval[0]! / scale).toFixed(digits)}-${(s.confidenceInterval[1]! / scale).toFixed(digits)}`;
 
 /**
  * The nttcp table of seed 000: per point and leg a `local` (sender) and a `remote` (receiver)
