@@ -102,7 +102,7 @@ export class RunExecution {
     run.flows.forEach((flow, i) => {
       for (const [end, report] of [['sender', this.senders.get(i)], ['receiver', this.receivers.get(i)]] as const) {
         const diagnostics = flow.diagnostics[end];
-        if (report?.rawKept && diagnostics) diagnostics.rawOutput = `/v1/jobs/${run.jobId}/runs/${run.index}/flows/${i}/${end}/raw`;
+        if (report?.rawKept && diagnostics) diagnostics.rawKept = true;
       }
     });
     run.finishedAt = new Date().toISOString();

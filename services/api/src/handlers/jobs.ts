@@ -7,6 +7,7 @@ import type { Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
+import { withRawLinks } from '../raw-links.js';
 
 export const createJob: Handler = async ({ body, headers, principal }, services) => {
   const submit = async () => {
@@ -29,13 +30,13 @@ export const getJob: Handler = async ({ params }, { store }) => {
   const id = params.id as string;
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
-  return { status: 200, body: { ...job, runs: await store.listRuns(id) } };
+  return { status: 200, body: { ...job, runs: withRawLinks(await store.listRuns(id)) } };
 };
 
 export const listRuns: Handler = async ({ params }, { store }) => {
   const id = params.id as string;
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
-  return { status: 200, body: { items: await store.listRuns(id) } };
+  return { status: 200, body: { items: withRawLinks(await store.listRuns(id)) } };
 };
 
 export const getReport: Handler = async ({ params, query }, { store }) => {

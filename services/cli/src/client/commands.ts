@@ -4,7 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import type { Agent, Job } from '@niclab/shared/domain/contract';
-import { pointLabel, alignTable } from '@niclab/shared/domain/report';
+import { pointLabel } from '@niclab/shared/domain/report';
+import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { Api, ClientError } from './http.js';
 import { ArgumentError, specOf, type RunOptions } from './spec.js';

@@ -4,6 +4,7 @@ import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { Config } from '@niclab/shared/runtime/config';
 import { Keys } from '@niclab/shared/stores/keys';
 import { createRedis } from '@niclab/shared/runtime/redis';
+import { alignTable } from '@niclab/shared/domain/text-table';
 import { LabError, labDown, labStatus, labUp } from './lab.js';
 
 interface LabFlags {
@@ -11,11 +12,6 @@ interface LabFlags {
   rate?: string;
   name?: string;
   'agent-prefix'?: string;
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
 
 /** `niclab lab up|down|status`: prints what it did; returns the exit code. */
@@ -46,7 +42,7 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
         redis.disconnect();
       }
       console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace}), agents online`);
-      console.log(table([['host', 'agent', 'interface', 'address', 'rate', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespace])]));
+      console.log(alignTable([['host', 'agent', 'interface', 'address', 'rate', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespace])]));
       return 0;
     }
     if (sub === 'down') {
@@ -61,7 +57,7 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
         return 1;
       }
       console.log(`lab ${name}, created ${status.state.createdAt}, Redis ${status.state.redisUrl}`);
-      console.log(table([
+      console.log(alignTable([
         ['host', 'agent', 'interface', 'address', 'rate', 'namespace', 'agent pid'],
         ...status.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespacePresent ? h.namespace : `${h.namespace} (missing)`, h.agentRunning ? String(h.agentPid) : 'not running']),
       ]));

@@ -6,7 +6,8 @@ import { byPoint, headline, runValue } from './campaign.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
-import { pointLabel, alignTable } from './report.js';
+import { pointLabel } from './report.js';
+import { alignTable } from './text-table.js';
 import { summarize, welch } from './statistics.js';
 
 export type Comparison = components['schemas']['Comparison'];

@@ -2,6 +2,7 @@
  * A job's report: per sweep point, per leg and summed, the statistics of its runs; as JSON,
  * as CSV (one header row) and as the nttcp table the seeds print.
  */
+import { alignTable } from './text-table.js';
 import { byPoint, headline, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
@@ -117,14 +118,6 @@ export function reportCsv(report: Report): string {
     for (const metric of ['bitsPerSecond', 'retransmits', 'transactionsPerSecond'] as const) row(p.point, 'total', '', '', '', metric, p.total[metric]);
   }
   return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
-}
-
-/** Columns padded to their widest cell; numbers right-aligned. */
-export function alignTable(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows
-    .map((r) => r.map((cell, c) => (/^-?[\d.]+%?$/.test(cell) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
-    .join('\n');
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;

@@ -861,7 +861,9 @@ export interface components {
             /** @description The exact argument vector of the engine process. */
             command: string[];
             engineVersion?: string;
-            /** @description Path of this end's raw engine output (iperf3 JSON), where it was kept. */
+            /** @description True when this end's raw engine output (iperf3 JSON) was kept. */
+            rawKept?: boolean;
+            /** @description Path of this end's raw engine output, where it was kept (added by the API from rawKept). */
             rawOutput?: string;
             /**
              * Format: date-time
