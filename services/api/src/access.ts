@@ -1,4 +1,5 @@
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/domain/contract';
+import { maxRuns } from '@niclab/shared/domain/campaign';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/domain/plan';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
@@ -74,7 +75,7 @@ export function checkLimits(
   }
   // An engine's parameters depend on the sweep point only: check each point once, not each run.
   const points = sweepPoints(spec);
-  const runs = points.length * repetitions(spec).max;
+  const runs = maxRuns(spec);
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
     throw limitError(`${root}.repeat`, 'maxRunsPerJob', `the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
   }

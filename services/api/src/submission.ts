@@ -6,7 +6,9 @@ import { canRun } from '@niclab/shared/domain/engine-rules';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import { intervalOf, planRuns } from '@niclab/shared/domain/plan';
+import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
+import { intervalOf } from '@niclab/shared/domain/plan';
+import { searchErrors, withSearchDefaults } from '@niclab/shared/domain/rate-search';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { tuningErrors } from '@niclab/shared/domain/tuning-rules';
@@ -27,7 +29,8 @@ function consistency(spec: JobSpec): FieldError[] {
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
-  const runs = planRuns(spec).length;
+  if (spec.search) errors.push(...searchErrors(spec));
+  const runs = maxRuns(spec);
   if (runs > MAX_RUNS) errors.push({ field: 'body.sweep', message: `expands to ${runs} runs; at most ${MAX_RUNS} are allowed per job` });
   return errors;
 }
@@ -100,11 +103,12 @@ export async function submitJob(
   const principal = 'principal' in owner ? owner.principal : null;
   if (principal) checkLimits(spec, principal, { agents: registered });
   const errors = submissionErrors(spec, registered);
+  if (errors.length === 0 && spec.search) errors.push(...withSearchDefaults(spec, registered));
   if (errors.length > 0) return { errors, spec };
   const id = randomUUID();
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
   const maxActive = principal?.limits.maxConcurrentJobs;
-  const job = await store.createWithin(id, spec, planRuns(spec).length, ownerName, maxActive);
+  const job = await store.createWithin(id, spec, strategyFor(spec).expectedRuns(new Map()), ownerName, maxActive);
   if ('active' in job) {
     throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });
   }

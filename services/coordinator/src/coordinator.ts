@@ -168,7 +168,7 @@ export class Coordinator {
         throw new DelayedError();
       }
       if (controller.signal.aborted) return; // the API already moved the job to canceled
-      await this.finish(job, [...finished.values()], log);
+      await this.finish(job, finished, strategy.outcome(finished), log);
     } finally {
       this.active.delete(jobId);
     }
@@ -205,20 +205,12 @@ export class Coordinator {
   }
 
   /** The job's end: succeeded when every run did, else failed with the first failure's error. */
-  private async finish(job: Job, runs: Run[], log: Logger): Promise<void> {
-    const failed = runs.filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index);
+  /** The job ends as its campaign judges its runs (every run must succeed, or a search must conclude). */
+  private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
     const finishedAt = new Date().toISOString();
-    if (failed.length === 0) {
-      await this.store.transition(job.id, ['running'], 'succeeded', { finishedAt, error: null });
-    } else {
-      const first = failed[0]?.error;
-      const error: ErrorInfo = {
-        code: failed.length === runs.length && first ? first.code : 'runs_failed',
-        message: `${failed.length} of ${runs.length} runs failed${first ? `; first: ${first.message}` : ''}`,
-      };
-      await this.store.transition(job.id, ['running'], 'failed', { finishedAt, error });
-    }
-    log.info({ outcome: failed.length === 0 ? 'succeeded' : 'failed', failedRuns: failed.length }, 'job finished');
+    await this.store.transition(job.id, ['running'], error ? 'failed' : 'succeeded', { finishedAt, error });
+    const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
+    log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns }, 'job finished');
   }
 
   /**

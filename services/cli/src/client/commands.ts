@@ -3,14 +3,14 @@
  * through the REST API (`--api URL` or NICLAB_API, `--token` or NICLAB_TOKEN).
  */
 import { parseArgs } from 'node:util';
-import type { Agent, Job } from '@niclab/shared/domain/contract';
+import type { Agent, Job, JobSpec } from '@niclab/shared/domain/contract';
 import { pointLabel } from '@niclab/shared/domain/report';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { Api, ClientError } from './http.js';
-import { ArgumentError, specOf, type RunOptions } from './spec.js';
+import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
 
-export const CLIENT_COMMANDS = ['run', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules'] as const;
+export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules'] as const;
 
 const RUN_OPTIONS = {
   from: { type: 'string', multiple: true },
@@ -33,6 +33,11 @@ const RUN_OPTIONS = {
   sweep: { type: 'string', multiple: true },
   interval: { type: 'string' },
   label: { type: 'string', multiple: true },
+  pdr: { type: 'string' },
+  min: { type: 'string' },
+  max: { type: 'string' },
+  resolution: { type: 'string' },
+  confirm: { type: 'string' },
 } as const;
 
 const COMMON = {
@@ -60,6 +65,10 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response.
       Without --wait it prints the job id; with it, live progress, then the nttcp table
       (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
+  niclab search --from A:eth1 --to B:eth1 [--size 1500] [--pdr 0.1%] [--min 1kpps] [--max 100mbit]
+             [--resolution 1] [--confirm 1] [-t 2] [--sweep size=64,512,1500] [--wait]
+      The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
+      defaults to the sender's link speed. With --wait: one line per trial, then the table.
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
   niclab agents                              niclab report ID [--csv]
   niclab compare BASELINE CANDIDATE [--min-change 1]
@@ -95,7 +104,9 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
   try {
     switch (command) {
       case 'run':
-        return await run(api, values as RunOptions & typeof values, ctx);
+        return await run(api, specOf(values as RunOptions), values, ctx);
+      case 'search':
+        return await run(api, searchSpecOf(values as RunOptions), values, ctx);
       case 'jobs': {
         const q = new URLSearchParams({ limit: values.limit ?? '20', ...(values.status ? { status: values.status } : {}) });
         const page = await api.json<{ items: Job[] }>('GET', `/v1/jobs?${q}`);
@@ -164,8 +175,8 @@ function need(value: string | undefined, what: string): string {
   return value;
 }
 
-async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
-  const submitted = await api.json<Job>('POST', '/v1/jobs', specOf(o));
+async function run(api: Api, spec: Partial<JobSpec>, o: { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
+  const submitted = await api.json<Job>('POST', '/v1/jobs', spec);
   if (!o.wait) {
     if (o.json) ctx.out(JSON.stringify(submitted, null, 2));
     else ctx.out(submitted.id);
@@ -193,7 +204,8 @@ async function run(api: Api, o: RunOptions & { wait?: boolean; json?: boolean; q
       point = pointLabel(run.point);
       const { name, table } = kindOf(run).headline;
       const value = run.flows.reduce((a: number, f: Record<string, number | null>) => a + (f[name] ?? 0), 0);
-      const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}`;
+      const loss = run.flows.some((f: { udpLossRatio: number | null }) => f.udpLossRatio !== null) ? `, loss ${(Math.max(...run.flows.map((f: { udpLossRatio: number | null }) => f.udpLossRatio ?? 0)) * 100).toFixed(3)}%` : '';
+      const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}${loss}`;
       if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);
       rate = figure;
     }

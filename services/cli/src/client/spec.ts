@@ -102,6 +102,12 @@ export interface RunOptions {
   sweep?: string[];
   interval?: string;
   label?: string[];
+  /** `niclab search`: a partial drop rate (e.g. 0.1%) instead of the no-drop rate, the bounds, the resolution, confirming trials. */
+  pdr?: string;
+  min?: string;
+  max?: string;
+  resolution?: string;
+  confirm?: string;
 }
 
 function seconds(text: string, what: string): number {
@@ -143,5 +149,30 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
       }),
     );
   }
+  return spec;
+}
+
+/** A loss ratio: `0.1%` or `0.001`. */
+function lossRatio(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
+  if (!m) throw new ArgumentError(`--pdr: "${text}" is not a loss like 0.1% or 0.001`);
+  return m[2] ? Number(m[1]) / 100 : Number(m[1]);
+}
+
+/** `niclab search`: a UDP stream job whose campaign is a rate search (RFC 2544), NDR unless --pdr. */
+export function searchSpecOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flows'] } {
+  if (o.rr || o.rate || o.repeat) throw new ArgumentError('--rr, --rate and --repeat do not apply to a search');
+  const min = o.min ? parseRate(o.min) : undefined;
+  const max = o.max ? parseRate(o.max) : undefined;
+  const spec = specOf({ ...o, udp: true, rate: undefined });
+  // The search sets each trial's rate; the spec's own rate is the first one tried.
+  spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: max ?? min ?? { packetsPerSecond: 1000 } };
+  type Search = NonNullable<JobSpec['search']>;
+  const search: Partial<Search> & Pick<Search, 'target'> = o.pdr ? { target: 'pdr', lossRatio: lossRatio(o.pdr) } : { target: 'ndr' };
+  if (min) search.min = min;
+  if (max) search.max = max;
+  if (o.resolution) search.resolutionPercent = Number(o.resolution.replace(/%$/, ''));
+  if (o.confirm) search.confirmations = integer(o.confirm, '--confirm');
+  spec.search = search as Search; // the API fills in the defaults it leaves out
   return spec;
 }

@@ -2,10 +2,11 @@
  * A job as a campaign: which of its planned runs are still needed (adaptive repetition), and
  * the headline figure each run contributes to its point's statistics.
  */
-import type { JobSpec, Run } from './contract.js';
+import type { ErrorInfo, JobSpec, Run } from './contract.js';
 import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from './plan.js';
 import { halfWidthPercent, summarize } from './statistics.js';
 import { kindOf, type Headline } from './test-kinds/index.js';
+import { maxSearchRuns, RateSearch } from './rate-search.js';
 
 /** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
 export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
@@ -78,6 +79,20 @@ export interface CampaignStrategy {
   next(finished: ReadonlyMap<number, Run>): PlannedRun | null;
   /** Runs the campaign will make in all, as far as it can tell now (its progress total). */
   expectedRuns(finished: ReadonlyMap<number, Run>): number;
+  /** Once complete: why the job failed, or null when it succeeded. */
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null;
+}
+
+/** Every run must succeed: the job fails with the first failed run's reason (its code when all failed). */
+export function everyRunOutcome(runs: Iterable<Run>): ErrorInfo | null {
+  const all = [...runs];
+  const failed = all.filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index);
+  if (failed.length === 0) return null;
+  const first = failed[0]?.error;
+  return {
+    code: failed.length === all.length && first ? first.code : 'runs_failed',
+    message: `${failed.length} of ${all.length} runs failed${first ? `; first: ${first.message}` : ''}`,
+  };
 }
 
 /**
@@ -106,6 +121,10 @@ export class SweepRepeat implements CampaignStrategy {
     return expectedRuns(this.spec, this.states(finished));
   }
 
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
+    return everyRunOutcome(finished.values());
+  }
+
   /** Where each point stands; recomputed only when a run has finished (runs are only ever added). */
   private cached: { size: number; states: Map<string, PointState> } | undefined;
 
@@ -117,7 +136,12 @@ export class SweepRepeat implements CampaignStrategy {
   }
 }
 
-/** The strategy a job's spec asks for. */
+/** The strategy a job's spec asks for: a rate search, or every point repeated. */
 export function strategyFor(spec: JobSpec): CampaignStrategy {
-  return new SweepRepeat(spec);
+  return spec.search ? new RateSearch(spec) : new SweepRepeat(spec);
+}
+
+/** The most runs a job can make (what limits and the 10,000-run cap are checked against). */
+export function maxRuns(spec: JobSpec): number {
+  return spec.search ? maxSearchRuns(spec) : sweepPoints(spec).length * repetitions(spec).max;
 }

@@ -4,11 +4,12 @@
  */
 import { alignTable } from './text-table.js';
 import { byPoint, headline, pointStates } from './campaign.js';
-import type { EndFigures, FlowResult, Job, Run, SweepPoint } from './contract.js';
+import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
+import { basePoint, searchResults } from './rate-search.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -50,14 +51,15 @@ export function buildReport(job: Job, runs: Run[]): Report {
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
   const grouped = byPoint(finished);
-  const points: ReportPoint[] = sweepPoints(spec).map((point) => {
+  const points: ReportPoint[] = (spec.search ? trialPoints(spec, finished) : sweepPoints(spec)).map((point) => {
     const key = pointKey(point);
     const mine = grouped.get(key) ?? [];
     const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
     const legs = ok[0]?.flows.length ?? 0;
     const flows = Array.from({ length: legs }, (_, leg) => legFigures(ok, leg, confidence));
     const sum = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(ok.map((r) => r.flows.reduce((a, flow) => a + (f(flow) ?? 0), 0)), confidence);
-    const state = states.get(key)!;
+    // A search's points are the rates it tried: each is repeated only to confirm it.
+    const state = states.get(key) ?? { stoppedBy: null, halfWidthPercent: null };
     return {
       point,
       runs: { succeeded: ok.length, failed: mine.length - ok.length },
@@ -76,10 +78,19 @@ export function buildReport(job: Job, runs: Run[]): Report {
     status: job.status,
     headline: headline(spec),
     confidence,
-    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined),
+    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined || (d === 'rate' && spec.search)),
     points,
+    ...(spec.search ? { searches: searchResults(spec, finished) } : {}),
     failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
   };
+}
+
+/** A search's trial points: each sweep point's offered rates, lowest first. */
+function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
+  const order = new Map(sweepPoints(spec).map((point, i) => [pointKey(point), i]));
+  const distinct = new Map(finished.map((run) => [pointKey(run.point), run.point]));
+  const rate = (point: SweepPoint) => (point.rate && 'packetsPerSecond' in point.rate ? point.rate.packetsPerSecond : 0);
+  return [...distinct.values()].sort((a, b) => (order.get(pointKey(basePoint(a))) ?? 0) - (order.get(pointKey(basePoint(b))) ?? 0) || rate(a) - rate(b));
 }
 
 /** A sweep point as the seeds write it: `bufferLength=10240 socketBuffer=8192`, or `-` for none. */
@@ -156,7 +167,8 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   const perPoint = reps.adaptive ? `${reps.min}-${reps.max} runs per point (adaptive)` : `${reps.min} run${reps.min === 1 ? '' : 's'} per point`;
   out.push(`job ${job.id}  ${spec.engine} ${spec.protocol} ${spec.test}  ${spec.flows.length} flow${spec.flows.length === 1 ? '' : 's'}  ${perPoint}  ${job.status}`);
   const grouped = byPoint(runs.filter((r) => r.status === 'succeeded'));
-  for (const p of report.points) {
+  // A search's trials are listed in its own table below, not as one nttcp block each.
+  for (const p of report.searches ? [] : report.points) {
     const ok = grouped.get(pointKey(p.point)) ?? [];
     out.push('', `point ${pointLabel(p.point)}  (${p.runs.succeeded} succeeded, ${p.runs.failed} failed${p.stoppedBy && p.stoppedBy !== 'fixed' ? `, stopped by ${p.stoppedBy}` : ''})`);
     const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s']];
@@ -172,6 +184,36 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       out.push(`total ${unit}: mean ${(total.mean / scale).toFixed(digits)}, sd ${(total.standardDeviation / scale).toFixed(digits)}, ${Math.round(report.confidence * 100)}% CI ${ci(total, scale, digits)}, cv ${(total.coefficientOfVariation * 100).toFixed(1)}%, n ${total.n}`);
     }
   }
+  if (report.searches) out.push('', ...searchTable(spec, report.searches));
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';
+}
+
+const mbit = (bits: number) => (bits / 1e6).toFixed(2);
+
+/**
+ * Seed 002's table: per point (direction × size, as swept) the rate found and where loss
+ * began, then each point's trials in the order they ran.
+ */
+function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): string[] {
+  const search = spec.search!;
+  const what = search.target === 'ndr' ? 'no-drop rate (NDR)' : `partial-drop rate (PDR, loss <= ${((search.lossRatio ?? 0) * 100).toPrecision(3)}%)`;
+  const out = [`rate search: ${what}, resolution ${search.resolutionPercent ?? 1}%, ${search.confirmations ?? 1} confirming trial(s), ${spec.duration} s per trial; rates per flow`];
+  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'trials', 'stopped by']];
+  for (const r of searches) {
+    rows.push([
+      pointLabel(basePoint(r.point)), String(r.packetSize),
+      r.found ? String(r.found.packetsPerSecond) : '-', r.found ? mbit(r.found.bitsPerSecond) : '-', r.found ? mbit(r.found.wireBitsPerSecond) : '-',
+      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-', String(r.trials.length), r.stoppedBy ?? 'searching',
+    ]);
+  }
+  out.push(alignTable(rows));
+  for (const r of searches) {
+    out.push('', `trials at ${pointLabel(basePoint(r.point))}:`);
+    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict'], ...r.trials.map((t) => [
+      String(t.runIndex), String(t.packetsPerSecond), t.flows.length ? Math.round(Math.min(...t.flows.map((f) => f.achievedPacketsPerSecond))).toString() : '-',
+      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`,
+    ])]));
+  }
+  return out;
 }

@@ -473,6 +473,7 @@ export interface components {
              * @default 0
              */
             retries: number;
+            search?: components["schemas"]["RateSearch"];
             /**
              * @description Runs per sweep point: a number, or adaptive as netperf -i/-I: at least `min` runs,
              *     then more until the confidence interval of the point's mean is within
@@ -505,6 +506,96 @@ export interface components {
                     [key: string]: string | number | boolean;
                 };
             };
+        };
+        /**
+         * @description Search for the highest UDP rate the path carries (RFC 2544 §26.1, binary search), per
+         *     sweep point: `ndr` with no datagram lost, `pdr` with at most `lossRatio` lost. Every
+         *     trial is a run of the job's `duration` at one offered rate (the same for every flow);
+         *     a rate passes only when its first trial and `confirmations` more all pass, on every
+         *     flow, with each sender reaching 99% of the offered rate. The search stops when the
+         *     bracket (highest passing rate, lowest failing one) is within `resolutionPercent` of
+         *     the failing rate. Only for `protocol: udp`, `test: stream`, `repeat: 1`, and not with
+         *     a swept `rate`.
+         */
+        RateSearch: {
+            /**
+             * @description `ndr`: no drop rate; `pdr`: partial drop rate (`lossRatio`).
+             * @enum {string}
+             */
+            target: "ndr" | "pdr";
+            /** @description The loss a `pdr` trial may show and pass (default 0.001); only with `pdr`. */
+            lossRatio?: number;
+            /** @description The lowest rate tried (default 1000 datagrams/s). */
+            min?: components["schemas"]["UdpRate"];
+            /** @description The first rate tried. Default: the sender interface's link speed as payload bits/s (a bound above any rate it can carry); required where the driver reports no speed (veth). */
+            max?: components["schemas"]["UdpRate"];
+            /**
+             * @description The search stops when (failing - passing) / failing is within this.
+             * @default 1
+             */
+            resolutionPercent: number;
+            /**
+             * @description Further trials a passing rate must also pass.
+             * @default 1
+             */
+            confirmations: number;
+            /**
+             * @description Trials per sweep point at most.
+             * @default 40
+             */
+            maxTrials: number;
+        };
+        SearchResult: {
+            point: components["schemas"]["SweepPoint"];
+            /** @enum {string} */
+            target: "ndr" | "pdr";
+            allowedLossRatio: number;
+            /** @description Datagram payload bytes at this point. */
+            packetSize: number;
+            /** @description The highest rate that passed, per flow; null while searching or when `min` already failed. */
+            found: null | {
+                packetsPerSecond: number;
+                /** @description Payload bits/s. */
+                bitsPerSecond: number;
+                /** @description On an IPv4 Ethernet wire: payload + 66 bytes per datagram (UDP 8, IP 20, Ethernet 14 + FCS 4, preamble 8, gap 12). */
+                wireBitsPerSecond: number;
+                /** @description Summed over the job's flows. */
+                totalPacketsPerSecond: number;
+            };
+            bracket: {
+                /** @description Highest rate that passed all its trials (datagrams/s per flow). */
+                low: number | null;
+                /** @description Lowest rate that failed a trial. */
+                high: number | null;
+                min: number;
+                max: number;
+            };
+            /**
+             * @description At the lowest failing rate: `sender` (a sender could not reach the offered rate), `loss` (datagrams were lost); null when nothing failed.
+             * @enum {string|null}
+             */
+            limitedBy: "sender" | "loss" | null;
+            /**
+             * @description `resolution` (bracket within resolutionPercent), `max` (max passed), `min` (min failed), `trials` (maxTrials reached), `errors` (3 trials failed with errors); null while searching.
+             * @enum {string|null}
+             */
+            stoppedBy: "resolution" | "max" | "min" | "trials" | "errors" | null;
+            trials: {
+                runIndex: number;
+                /** @description The offered rate per flow. */
+                packetsPerSecond: number;
+                passed: boolean;
+                /** @enum {string|null} */
+                failedBy: "loss" | "sender" | "error" | null;
+                /** @description The highest loss ratio among the flows. */
+                lossRatio: number;
+                flows: {
+                    lost: number;
+                    sent: number;
+                    lossRatio: number;
+                    achievedPacketsPerSecond: number;
+                }[];
+            }[];
         };
         RepeatSummary: {
             n: number;
@@ -566,6 +657,8 @@ export interface components {
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
                 };
             }[];
+            /** @description A rate-search job's result per sweep point (present only for jobs with `search`; their `points` are the offered rates tried). */
+            searches?: components["schemas"]["SearchResult"][];
             failedRuns: {
                 index: number;
                 point: components["schemas"]["SweepPoint"];

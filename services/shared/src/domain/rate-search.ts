@@ -1,0 +1,250 @@
+/**
+ * A rate search (RFC 2544 §26.1's binary search): per sweep point, the highest UDP rate a path
+ * carries with no loss (NDR) or with at most a given loss ratio (PDR). Every trial is an
+ * ordinary run at one offered rate; a rate passes only when all of its trials pass (the first
+ * and `confirmations` more), and the search stops when the bracket between the highest
+ * passing rate and the lowest failing one is within `resolutionPercent`.
+ *
+ * Everything here is a pure function of the spec and the runs finished so far, so a
+ * coordinator that resumes a job (or the report) replays the same search from its runs.
+ */
+import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from './contract.js';
+import type { components } from '../generated/openapi.js';
+import { pointKey, sweepPoints, type PlannedRun } from './plan.js';
+import { udpPacketsPerSecond } from './udp-rate.js';
+
+export type RateSearchSpec = NonNullable<JobSpec['search']>;
+export type SearchResult = components['schemas']['SearchResult'];
+type Trial = SearchResult['trials'][number];
+
+/** Bytes a datagram adds to its payload on an IPv4 Ethernet link: UDP 8, IPv4 20, Ethernet 14 + FCS 4, preamble 8, gap 12. */
+export const WIRE_OVERHEAD_BYTES = 66;
+/** A trial whose sender reached less than this share of the offered rate did not test that rate. */
+export const SENDER_SHORTFALL = 0.99;
+/** Failed runs (errors, not loss) at one point after which its search gives up. */
+export const MAX_ERRORED_TRIALS = 3;
+
+export const searchDefaults = { lossRatio: 0.001, resolutionPercent: 1, confirmations: 1, maxTrials: 40, min: { packetsPerSecond: 1000 } } as const;
+
+/** The loss ratio a trial may show and still pass: 0 for NDR. */
+export const allowedLoss = (search: RateSearchSpec) => (search.target === 'ndr' ? 0 : (search.lossRatio ?? searchDefaults.lossRatio));
+
+/** What the schema cannot say about a search: the test it applies to, and its bounds at every point. */
+export function searchErrors(spec: JobSpec): FieldError[] {
+  const search = spec.search!;
+  const errors: FieldError[] = [];
+  if (spec.protocol !== 'udp') errors.push({ field: 'body.search', message: 'applies to protocol "udp" only' });
+  if (spec.test !== 'stream') errors.push({ field: 'body.search', message: 'applies to test "stream" only' });
+  if (spec.sweep?.rate) errors.push({ field: 'body.sweep.rate', message: 'cannot be swept in a search: the search chooses the rates' });
+  if (spec.repeat !== undefined && spec.repeat !== 1) errors.push({ field: 'body.repeat', message: 'must be 1 in a search: `search.confirmations` repeats a passing rate' });
+  if (search.lossRatio !== undefined && search.target !== 'pdr') errors.push({ field: 'body.search.lossRatio', message: 'applies to target "pdr" only' });
+  if (spec.udp && search.min && search.max) {
+    for (const point of sweepPoints(spec)) {
+      const packetSize = packetSizeAt(spec, point);
+      if (udpPacketsPerSecond({ packetSize, rate: search.min }) > udpPacketsPerSecond({ packetSize, rate: search.max })) {
+        errors.push({ field: 'body.search.min', message: `must not exceed max (at packetSize ${packetSize})` });
+        break;
+      }
+    }
+  }
+  return errors;
+}
+
+/**
+ * Fills in the search's defaults, so the stored job shows them; `max` depends on the inventory: it defaults to the slowest sending interface's
+ * link speed (as payload bits/s, so above any rate the link carries). An error names
+ * `search.max` where a sender's driver reports no speed.
+ */
+export function withSearchDefaults(spec: JobSpec, agents: Agent[]): FieldError[] {
+  const search = { min: searchDefaults.min, ...(spec.search!.target === 'pdr' ? { lossRatio: searchDefaults.lossRatio } : {}), ...spec.search! };
+  spec.search = search;
+  if (search.max) return [];
+  const senders = spec.flows.flatMap((flow) => (spec.direction === 'reverse' ? [flow.to] : spec.direction === 'bidir' ? [flow.from, flow.to] : [flow.from]));
+  const speeds = senders.map((end) => ({ end, speed: agents.find((a) => a.id === end.agent)?.interfaces.find((i) => i.name === end.interface)?.speedBitsPerSecond ?? null }));
+  const unknown = speeds.find((s) => s.speed === null);
+  if (unknown) return [{ field: 'body.search.max', message: `is required: ${unknown.end.agent}:${unknown.end.interface} reports no link speed` }];
+  spec.search = { ...search, max: { bitsPerSecond: Math.min(...speeds.map((s) => s.speed!)) } };
+  return [];
+}
+
+/** The sweep point a trial belongs to: its point without the offered rate. */
+export function basePoint(point: SweepPoint): SweepPoint {
+  const { rate: _rate, ...rest } = point;
+  return rest;
+}
+
+/** The datagram size at a point. */
+const packetSizeAt = (spec: JobSpec, point: SweepPoint) => point.packetSize ?? spec.udp!.packetSize;
+
+/** One trial's verdict from its run: every leg's loss within the target, every sender at the offered rate. */
+export function judgeTrial(spec: JobSpec, run: Run): Trial {
+  const search = spec.search!;
+  const offered = run.point.rate && 'packetsPerSecond' in run.point.rate ? run.point.rate.packetsPerSecond : 0;
+  const flows = run.flows.map((flow) => {
+    const udp = flow.udp;
+    const achieved = udp ? (udp.achievedPacketsPerSecond ?? udp.sent / spec.duration) : 0;
+    return { lost: udp?.lost ?? 0, sent: udp?.sent ?? 0, lossRatio: udp?.lossRatio ?? 1, achievedPacketsPerSecond: achieved };
+  });
+  const limit = allowedLoss(search);
+  const senderShort = flows.some((f) => f.achievedPacketsPerSecond < offered * SENDER_SHORTFALL);
+  const lossy = flows.some((f) => (limit === 0 ? f.lost > 0 : f.lossRatio > limit));
+  const passed = run.status === 'succeeded' && flows.length > 0 && !senderShort && !lossy;
+  return {
+    runIndex: run.index,
+    packetsPerSecond: offered,
+    passed,
+    failedBy: passed ? null : run.status !== 'succeeded' ? 'error' : senderShort ? 'sender' : 'loss',
+    lossRatio: Math.max(0, ...flows.map((f) => f.lossRatio)),
+    flows,
+  };
+}
+
+interface PointSearch {
+  point: SweepPoint;
+  key: string;
+  /** Payload-rate bounds of the search at this point, in datagrams per second. */
+  min: number;
+  max: number;
+  trials: Trial[];
+  errored: number;
+  /** Highest rate that passed all its trials (null: none yet). */
+  low: number | null;
+  /** Lowest rate that failed a trial (null: none yet). */
+  high: number | null;
+  /** The next rate to try, or null when the search at this point is over. */
+  next: number | null;
+  stoppedBy: SearchResult['stoppedBy'];
+}
+
+/** Replays one point's search from its trials (in run order) and says what comes next. */
+function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointSearch {
+  const search = spec.search!;
+  const size = packetSizeAt(spec, point);
+  const min = Math.max(1, Math.round(udpPacketsPerSecond({ packetSize: size, rate: search.min ?? searchDefaults.min })));
+  const max = Math.max(min, Math.round(udpPacketsPerSecond({ packetSize: size, rate: search.max! })));
+  const need = 1 + (search.confirmations ?? searchDefaults.confirmations);
+  const state: PointSearch = { point, key: pointKey(point), min, max, trials: [], errored: 0, low: null, high: null, next: null, stoppedBy: null };
+  const passes = new Map<number, number>();
+  for (const run of runs) {
+    const trial = judgeTrial(spec, run);
+    state.trials.push(trial);
+    const rate = trial.packetsPerSecond;
+    if (trial.failedBy === 'error') {
+      state.errored++;
+    } else if (!trial.passed) {
+      state.high = state.high === null ? rate : Math.min(state.high, rate);
+      passes.delete(rate);
+    } else {
+      const count = (passes.get(rate) ?? 0) + 1;
+      passes.set(rate, count);
+      if (count >= need && (state.high === null || rate < state.high)) state.low = Math.max(state.low ?? 0, rate);
+    }
+  }
+  const maxTrials = search.maxTrials ?? searchDefaults.maxTrials;
+  const resolution = (search.resolutionPercent ?? searchDefaults.resolutionPercent) / 100;
+  // A rate that passed some of its trials and failed none is confirmed before anything else.
+  const pending = [...passes].find(([rate, count]) => count < need && (state.high === null || rate < state.high) && rate > (state.low ?? 0));
+  if (state.errored >= MAX_ERRORED_TRIALS) state.stoppedBy = 'errors';
+  else if (state.low === max) state.stoppedBy = 'max';
+  else if (state.high !== null && state.high <= min) state.stoppedBy = 'min';
+  else if (state.trials.length >= maxTrials) state.stoppedBy = 'trials';
+  else if (pending) state.next = pending[0];
+  else if (state.high === null) state.next = max;
+  else {
+    const low = state.low ?? min;
+    if ((state.high - low) / state.high <= resolution || state.high - low <= 1) {
+      if (state.low !== null) state.stoppedBy = 'resolution';
+      else state.next = min; // the bracket closed on `min`, which has not been tried yet
+    } else {
+      state.next = Math.round((low + state.high) / 2);
+    }
+  }
+  return state;
+}
+
+/** Every point's search, from the finished runs (failed runs included: they count as errors). */
+export function searchStates(spec: JobSpec, finished: Iterable<Run>): PointSearch[] {
+  const byBase = new Map<string, Run[]>();
+  for (const run of [...finished].filter((r) => r.status === 'succeeded' || r.status === 'failed').sort((a, b) => a.index - b.index)) {
+    const key = pointKey(basePoint(run.point));
+    byBase.set(key, [...(byBase.get(key) ?? []), run]);
+  }
+  return sweepPoints(spec).map((point) => replay(spec, point, byBase.get(pointKey(point)) ?? []));
+}
+
+/** Trials a search of `min`..`max` at `resolutionPercent` takes at most when every rate passes first time. */
+function estimatedTrials(spec: JobSpec, state: PointSearch): number {
+  const search = spec.search!;
+  const need = 1 + (search.confirmations ?? searchDefaults.confirmations);
+  const resolution = (search.resolutionPercent ?? searchDefaults.resolutionPercent) / 100;
+  const low = state.low ?? state.min;
+  const high = state.high ?? state.max;
+  const halvings = high > low ? Math.ceil(Math.log2(Math.max(1, (high - low) / Math.max(1, high * resolution)))) : 0;
+  const left = state.stoppedBy ? 0 : (state.high === null ? 1 : 0) + halvings * need;
+  return Math.min(search.maxTrials ?? searchDefaults.maxTrials, state.trials.length + left);
+}
+
+/** What the search has found at each point, for the report. */
+export function searchResults(spec: JobSpec, finished: Iterable<Run>): SearchResult[] {
+  const search = spec.search!;
+  const flows = spec.flows.length;
+  return searchStates(spec, finished).map((state) => {
+    const size = packetSizeAt(spec, state.point);
+    const found = state.stoppedBy && state.stoppedBy !== 'errors' && state.low !== null ? state.low : null;
+    // Where loss began: the lowest failing rate, and whether its sender fell short or datagrams were lost.
+    const failing = state.trials.filter((t) => !t.passed && t.failedBy !== 'error' && t.packetsPerSecond === state.high);
+    return {
+      point: state.point,
+      target: search.target,
+      allowedLossRatio: allowedLoss(search),
+      packetSize: size,
+      found: found === null ? null : {
+        packetsPerSecond: found,
+        bitsPerSecond: found * size * 8,
+        wireBitsPerSecond: found * (size + WIRE_OVERHEAD_BYTES) * 8,
+        totalPacketsPerSecond: found * flows,
+      },
+      bracket: { low: state.low, high: state.high, min: state.min, max: state.max },
+      limitedBy: failing[0]?.failedBy === 'sender' ? 'sender' : failing.length > 0 ? 'loss' : null,
+      stoppedBy: state.stoppedBy,
+      trials: state.trials,
+    };
+  });
+}
+
+/**
+ * The campaign of a search job: one point's search to its end, then the next point's. The
+ * plan index of a trial is its place in the job (the next free index), so a resumed job
+ * replays its finished trials and goes on where it stopped.
+ */
+export class RateSearch {
+  constructor(private readonly spec: JobSpec) {}
+
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
+    const states = searchStates(this.spec, finished.values());
+    const current = states.find((s) => s.next !== null);
+    if (!current) return null;
+    const index = finished.size === 0 ? 0 : Math.max(...finished.keys()) + 1;
+    return { index, point: { ...current.point, rate: { packetsPerSecond: current.next! } }, repetition: current.trials.length + 1 };
+  }
+
+  expectedRuns(finished: ReadonlyMap<number, Run>): number {
+    return searchStates(this.spec, finished.values()).reduce((sum, state) => sum + estimatedTrials(this.spec, state), 0);
+  }
+
+  /**
+   * A trial that failed with an error is made again at its rate, so the job fails only where
+   * a point's search gave up on errors (or every trial failed), not for one lost trial.
+   */
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
+    const gaveUp = searchStates(this.spec, finished.values()).find((state) => state.stoppedBy === 'errors');
+    if (!gaveUp) return null;
+    const first = [...finished.values()].filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index)[0]?.error;
+    return { code: 'runs_failed', message: `the search gave up after ${MAX_ERRORED_TRIALS} trials failed with errors${first ? `; first: ${first.message}` : ''}` };
+  }
+}
+
+/** Runs a search job may make at most (the submission's cap and progress total before it starts). */
+export function maxSearchRuns(spec: JobSpec): number {
+  return sweepPoints(spec).length * (spec.search!.maxTrials ?? searchDefaults.maxTrials);
+}
