@@ -12,6 +12,7 @@ import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from './c
 import type { components } from '../generated/openapi.js';
 import { pointKey, sweepPoints, type PlannedRun } from './plan.js';
 import { udpPacketsPerSecond } from './udp-rate.js';
+import { kindOf } from './test-kinds/index.js';
 
 export type RateSearchSpec = NonNullable<JobSpec['search']>;
 export type SearchResult = components['schemas']['SearchResult'];
@@ -34,7 +35,7 @@ export function searchErrors(spec: JobSpec): FieldError[] {
   const search = spec.search!;
   const errors: FieldError[] = [];
   if (spec.protocol !== 'udp') errors.push({ field: 'body.search', message: 'applies to protocol "udp" only' });
-  if (spec.test !== 'stream') errors.push({ field: 'body.search', message: 'applies to test "stream" only' });
+  if (!kindOf(spec).searchable) errors.push({ field: 'body.search', message: `does not apply to test "${spec.test}"` });
   if (spec.sweep?.rate) errors.push({ field: 'body.sweep.rate', message: 'cannot be swept in a search: the search chooses the rates' });
   if (spec.repeat !== undefined && spec.repeat !== 1) errors.push({ field: 'body.repeat', message: 'must be 1 in a search: `search.confirmations` repeats a passing rate' });
   if (search.lossRatio !== undefined && search.target !== 'pdr') errors.push({ field: 'body.search.lossRatio', message: 'applies to target "pdr" only' });

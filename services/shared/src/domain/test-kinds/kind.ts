@@ -30,4 +30,6 @@ export interface TestKind {
   /** This kind's own engine parameters at a sweep point. */
   params(spec: JobSpec, point: SweepPoint): Partial<EngineParams>;
   readonly headline: Headline;
+  /** A rate search (RFC 2544) may drive it: it offers a UDP rate and measures loss. */
+  readonly searchable: boolean;
 }

@@ -19,6 +19,8 @@ export const rrKind: TestKind = {
     rr: { requestSize: point.requestSize ?? spec.rr?.requestSize ?? 1, responseSize: point.responseSize ?? spec.rr?.responseSize ?? 1 },
   }),
 
+  searchable: false,
+
   headline: {
     name: 'transactionsPerSecond',
     unit: 'transactions/s',

@@ -20,6 +20,8 @@ export const streamKind: TestKind = {
 
   params: () => ({}),
 
+  searchable: true,
+
   headline: {
     name: 'bitsPerSecond',
     unit: 'bits/s',
