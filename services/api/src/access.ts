@@ -4,10 +4,15 @@ import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/domain/plan';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
 import type { RequestCounts } from '@niclab/shared/stores/request-stores';
-import { authenticate, includes, type Principal, type Policy, type Scope } from './policy.js';
+import { authenticate, includes, SCOPES, type Principal, type Policy, type Scope } from './policy.js';
 
 /** What an operation of openapi.yaml needs (`x-niclab-scope`). */
 export type OperationScope = Scope | 'public' | 'metrics';
+const OPERATION_SCOPES: readonly OperationScope[] = [...SCOPES, 'public', 'metrics'];
+
+export function isOperationScope(value: unknown): value is OperationScope {
+  return OPERATION_SCOPES.some((scope) => scope === value);
+}
 
 const ANYONE: Principal = { name: 'anonymous', scope: null, limits: {} };
 const WINDOW_MS = 60_000;

@@ -133,12 +133,12 @@ export function loadPolicy(path: string): Policy {
   } catch (error) {
     throw new ConfigError(VARIABLE, `${path} is not valid YAML or JSON: ${(error as Error).message}`);
   }
-  const validate = createAjv().compile(POLICY_SCHEMA);
+  const validate = createAjv().compile<PolicyFile>(POLICY_SCHEMA);
   if (!validate(data)) {
     const errors = fieldErrors(validate.errors, 'policy').map((e) => `${e.field} ${e.message}`);
     throw new ConfigError(VARIABLE, `${path}: ${errors.join('; ')}`);
   }
-  const file = data as unknown as PolicyFile;
+  const file = data;
   const names = new Set<string>();
   const hashes = new Set<string>();
   for (const [i, token] of file.tokens.entries()) {

@@ -1,24 +1,29 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ValidateFunction } from 'ajv';
-import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/runtime/openapi';
+import { compileSchema, createAjv, fieldErrors, HTTP_METHODS, loadOpenApi, resolveRef, type OpenApiDocument, type OperationObject, type ParameterObject } from '@niclab/shared/runtime/openapi';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
-import { admit, type OperationScope } from './access.js';
-import type { Handler, Reply } from './handler.js';
+import { admit, isOperationScope, type OperationScope } from './access.js';
+import type { Handlers, OperationId, PathParams, QueryParams, Reply, RequestBody, RequestHeaders, ValidatedRequest } from './handler.js';
 import type { ApiServices } from './services.js';
 
-interface CompiledOperation {
-  operationId: string;
+/**
+ * An operation's validators. Each is compiled from the part of openapi.yaml that the generated
+ * type it guards was generated from, so a request that passes has that type.
+ */
+interface CompiledOperation<Op extends OperationId> {
+  operationId: Op;
   scope: OperationScope;
-  params?: ValidateFunction;
-  headers?: ValidateFunction;
-  query?: ValidateFunction;
-  body?: ValidateFunction;
-  bodyRequired: boolean;
+  params: ValidateFunction<PathParams<Op>>;
+  headers: ValidateFunction<RequestHeaders<Op>>;
+  query: ValidateFunction<QueryParams<Op>>;
+  body?: ValidateFunction<RequestBody<Op>>;
+  /** Whether no body at all is what the contract allows: it declares none, or an optional one. */
+  absentBodyAllowed: (body: unknown) => body is RequestBody<Op>;
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
-function parameterSchema(parameters: ParameterObject[]): unknown {
+function parameterSchema(parameters: ParameterObject[]) {
   return {
     type: 'object',
     additionalProperties: false,
@@ -31,55 +36,47 @@ function parameterSchema(parameters: ParameterObject[]): unknown {
  * Builds every route from openapi.yaml: the path, the method, the validation of path, query
  * and body, and the handler named by its operationId. A path's other methods answer 405.
  */
-export function specRouter(handlers: Record<string, Handler>, services: ApiServices): Router {
+export function specRouter(handlers: Handlers, services: ApiServices): Router {
   const { doc } = loadOpenApi();
-  const queryAjv = createAjv({ coerce: true, defaults: true });
-  const bodyAjv = createAjv({ defaults: true });
+  const ajv = { query: createAjv({ coerce: true, defaults: true }), body: createAjv({ defaults: true }) };
   const router = express.Router({ strict: true });
   // Only operations that take a body parse one; elsewhere a body is ignored, as HTTP allows.
   const json = express.json({ limit: services.config.bodyLimitBytes, type: JSON_TYPES });
   const parseBody = (req: Request, res: Response) => new Promise<void>((resolve, reject) => json(req, res, (error?: unknown) => (error ? reject(error) : resolve())));
+  const handled = (id: string): id is OperationId => Object.hasOwn(handlers, id);
+
+  /** The route of one operation: `handlers[Op]` gets the request typed as `Op`'s. */
+  const route = <Op extends OperationId>(path: string, op: CompiledOperation<Op>, hasBody: boolean) => {
+    const handler = handlers[op.operationId];
+    return async (req: Request, res: Response, next: NextFunction) => {
+      res.locals.route = path;
+      try {
+        // Who is asking is settled before a body is read: an unknown caller's body is never parsed.
+        const principal = await admit(services, op.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
+        if (hasBody) await parseBody(req, res);
+        const request: ValidatedRequest<Op> = { operationId: op.operationId, ...validate(op, req), principal };
+        const reply: Reply = await handler(request, services);
+        for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+        if (reply.events) await streamEvents(res, reply.events);
+        else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+        else if (reply.body === undefined) res.status(reply.status).end();
+        else res.status(reply.status).json(reply.body);
+      } catch (error) {
+        next(error);
+      }
+    };
+  };
 
   for (const [path, item] of Object.entries(doc.paths)) {
     const expressPath = path.replace(/\{(\w+)\}/g, ':$1');
-    const shared = ((item as { parameters?: ParameterObject[] }).parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p));
+    const shared = (item.parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p));
     const allowed: string[] = [];
     for (const method of HTTP_METHODS) {
-      const op = item[method] as OperationObject | undefined;
+      const op = item[method];
       if (!op) continue;
       allowed.push(method.toUpperCase());
-      const handler = handlers[op.operationId];
-      if (!handler) throw new Error(`openapi.yaml names operation ${op.operationId}, which has no handler`);
-      const parameters = [...shared, ...(op.parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p))];
-      const pathParams = parameters.filter((p) => p.in === 'path');
-      const headerParams = parameters.filter((p) => p.in === 'header').map((p) => ({ ...p, name: p.name.toLowerCase() }));
-      const scope = (op as { 'x-niclab-scope'?: OperationScope })['x-niclab-scope'];
-      if (!scope) throw new Error(`openapi.yaml: operation ${op.operationId} has no x-niclab-scope`);
-      const compiled: CompiledOperation = {
-        operationId: op.operationId,
-        scope,
-        headers: headerParams.length ? compileSchema(queryAjv, { ...(parameterSchema(headerParams) as object), additionalProperties: true }) : undefined,
-        params: pathParams.length ? compileSchema(queryAjv, parameterSchema(pathParams)) : undefined,
-        query: compileSchema(queryAjv, parameterSchema(parameters.filter((p) => p.in === 'query'))),
-        body: op.requestBody ? compileSchema(bodyAjv, op.requestBody.content['application/json']?.schema) : undefined,
-        bodyRequired: op.requestBody?.required ?? false,
-      };
-      router[method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
-        res.locals.route = path;
-        try {
-          // Who is asking is settled before a body is read: an unknown caller's body is never parsed.
-          const principal = await admit(services, compiled.scope, { authorization: req.headers.authorization, address: req.socket.remoteAddress });
-          if (op.requestBody) await parseBody(req, res);
-          const reply = await handler({ ...validate(compiled, req), principal }, services);
-          for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-          if (reply.events) await streamEvents(res, reply.events);
-          else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
-          else if (reply.body === undefined) res.status(reply.status).end();
-          else res.status(reply.status).json(reply.body);
-        } catch (error) {
-          next(error);
-        }
-      });
+      if (!handled(op.operationId)) throw new Error(`openapi.yaml names operation ${op.operationId}, which has no handler`);
+      router[method](expressPath, route(path, compileOperation(op.operationId, op, shared, doc, ajv), op.requestBody !== undefined));
     }
     router.all(expressPath, (_req: Request, res: Response, next: NextFunction) => {
       res.locals.route = path;
@@ -90,25 +87,50 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
   return router;
 }
 
-function validate(op: CompiledOperation, req: Request) {
-  const params = { ...req.params } as Record<string, string>;
-  const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
-  if (op.params && !op.params(params)) throw HttpProblem.invalid(fieldErrors(op.params.errors, 'path'));
-  if (op.query && !op.query(query)) throw HttpProblem.invalid(fieldErrors(op.query.errors, 'query'));
-  if (op.headers && !op.headers({ ...req.headers })) throw HttpProblem.invalid(fieldErrors(op.headers.errors, 'header'));
-  let body: unknown;
-  if (op.body) {
-    if (!req.is(JSON_TYPES)) {
-      if (req.headers['content-type'] && (Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'])) {
-        throw new HttpProblem(415, 'unsupported-media-type', 'The body must be application/json.');
-      }
-      if (op.bodyRequired) throw HttpProblem.invalid([{ field: 'body', message: 'is required (application/json)' }]);
-    } else {
-      body = req.body;
-      if (!op.body(body)) throw HttpProblem.invalid(fieldErrors(op.body.errors, 'body'));
-    }
+function compileOperation<Op extends OperationId>(
+  operationId: Op,
+  op: OperationObject,
+  shared: ParameterObject[],
+  doc: OpenApiDocument,
+  ajv: { query: ReturnType<typeof createAjv>; body: ReturnType<typeof createAjv> },
+): CompiledOperation<Op> {
+  const parameters = [...shared, ...(op.parameters ?? []).map((p) => resolveRef<ParameterObject>(doc, p))];
+  const headerParams = parameters.filter((p) => p.in === 'header').map((p) => ({ ...p, name: p.name.toLowerCase() }));
+  const scope = op['x-niclab-scope'];
+  if (!isOperationScope(scope)) throw new Error(`openapi.yaml: operation ${operationId} has no x-niclab-scope that this API knows`);
+  const bodyRequired = op.requestBody?.required ?? false;
+  return {
+    operationId,
+    scope,
+    headers: compileSchema(ajv.query, { ...parameterSchema(headerParams), additionalProperties: true }),
+    params: compileSchema(ajv.query, parameterSchema(parameters.filter((p) => p.in === 'path'))),
+    query: compileSchema(ajv.query, parameterSchema(parameters.filter((p) => p.in === 'query'))),
+    body: op.requestBody ? compileSchema(ajv.body, op.requestBody.content['application/json']?.schema) : undefined,
+    absentBodyAllowed: (body): body is RequestBody<Op> => body === undefined && !bodyRequired,
+  };
+}
+
+function validate<Op extends OperationId>(op: CompiledOperation<Op>, req: Request) {
+  const params: unknown = { ...req.params };
+  const query: unknown = { ...req.query };
+  const headers: unknown = { ...req.headers };
+  if (!op.params(params)) throw HttpProblem.invalid(fieldErrors(op.params.errors, 'path'));
+  if (!op.query(query)) throw HttpProblem.invalid(fieldErrors(op.query.errors, 'query'));
+  if (!op.headers(headers)) throw HttpProblem.invalid(fieldErrors(op.headers.errors, 'header'));
+  return { params, query, headers, body: readBody(op, req) };
+}
+
+function readBody<Op extends OperationId>(op: CompiledOperation<Op>, req: Request): RequestBody<Op> {
+  const body: unknown = op.body && req.is(JSON_TYPES) ? req.body : undefined;
+  if (op.body && req.is(JSON_TYPES)) {
+    if (!op.body(body)) throw HttpProblem.invalid(fieldErrors(op.body.errors, 'body'));
+    return body;
   }
-  return { params, query, body, headers: req.headers };
+  if (op.body && req.headers['content-type'] && (Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'])) {
+    throw new HttpProblem(415, 'unsupported-media-type', 'The body must be application/json.');
+  }
+  if (!op.absentBodyAllowed(body)) throw HttpProblem.invalid([{ field: 'body', message: 'is required (application/json)' }]);
+  return body;
 }
 
 /** A server-sent-event response: headers at once, a comment every 15 s so proxies keep it open. */

@@ -1,46 +1,43 @@
-import { TERMINAL_STATUSES, type ErrorInfo, type JobSpec, type JobStatus } from '@niclab/shared/domain/contract';
+import { TERMINAL_STATUSES, type ErrorInfo } from '@niclab/shared/domain/contract';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/domain/compare';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
-import type { Handler } from '../handler.js';
+import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
 import { withRawLinks } from '../raw-links.js';
 
-export const createJob: Handler = async ({ body, headers, principal }, services) => {
+export const createJob: Handler<'createJob'> = async ({ body, headers, principal }, services) => {
   const submit = async () => {
-    const outcome = await submitJob(services, body as JobSpec, { principal });
+    const outcome = await submitJob(services, body, { principal });
     if ('errors' in outcome) throw HttpProblem.invalid(outcome.errors, 'The job cannot run as specified.');
     return outcome.job;
   };
   const key = headers['idempotency-key'];
-  const { job, replayed } = typeof key === 'string' ? await idempotent(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
+  const { job, replayed } = key !== undefined ? await idempotent(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
   return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 
-export const listJobs: Handler = async ({ query }, { store }) => {
-  const page = await store.list({ status: query.status as JobStatus | undefined, limit: query.limit as number, cursor: query.cursor as string | undefined });
+export const listJobs: Handler<'listJobs'> = async ({ query }, { store }) => {
+  const page = await store.list({ status: query.status, limit: defaulted(query.limit, 'limit'), cursor: query.cursor });
   if (!page) throw HttpProblem.invalid([{ field: 'query.cursor', message: 'is not a cursor this API returned' }]);
   return { status: 200, body: page };
 };
 
-export const getJob: Handler = async ({ params }, { store }) => {
-  const id = params.id as string;
+export const getJob: Handler<'getJob'> = async ({ params: { id } }, { store }) => {
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
   return { status: 200, body: { ...job, runs: withRawLinks(await store.listRuns(id)) } };
 };
 
-export const listRuns: Handler = async ({ params }, { store }) => {
-  const id = params.id as string;
+export const listRuns: Handler<'listRuns'> = async ({ params: { id } }, { store }) => {
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
   return { status: 200, body: { items: withRawLinks(await store.listRuns(id)) } };
 };
 
-export const getReport: Handler = async ({ params, query }, { store }) => {
-  const id = params.id as string;
+export const getReport: Handler<'getReport'> = async ({ params: { id }, query }, { store }) => {
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
   const runs = await store.listRuns(id);
@@ -50,18 +47,16 @@ export const getReport: Handler = async ({ params, query }, { store }) => {
   return { status: 200, body: report };
 };
 
-export const compareJobs: Handler = async ({ query }, { store }) => {
-  const [baseline, candidate] = await Promise.all([store.get(query.baseline as string), store.get(query.candidate as string)]);
-  if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline as string}`);
-  if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate as string}`);
-  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), query.minChangePercent as number);
+export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) => {
+  const [baseline, candidate] = await Promise.all([store.get(query.baseline), store.get(query.candidate)]);
+  if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline}`);
+  if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate}`);
+  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'));
   if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
   return { status: 200, body: comparison };
 };
 
-export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) => {
-  const id = params.id as string;
-  const [index, flow, end] = [Number(params.index), Number(params.flow), params.end as 'sender' | 'receiver'];
+export const getRawOutput: Handler<'getRawOutput'> = async ({ params: { id, index, flow, end } }, { store, redis, keys }) => {
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
   const run = await store.getRun(id, index);
   if (!run) throw HttpProblem.notFound(`Run ${index} of job ${id}`);
@@ -73,8 +68,7 @@ export const getRawOutput: Handler = async ({ params }, { store, redis, keys }) 
   return { status: 200, raw: { contentType: 'application/json', text }, headers: { 'Content-Disposition': `attachment; filename="${filename}"` } };
 };
 
-export const cancelJob: Handler = async ({ params, principal }, { store, cancels, jobsQueue, log }) => {
-  const id = params.id as string;
+export const cancelJob: Handler<'cancelJob'> = async ({ params: { id }, principal }, { store, cancels, jobsQueue, log }) => {
   const job = await store.get(id);
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
   if (!mayManage(principal, job.owner)) throw new HttpProblem(403, 'forbidden', `Job ${id} belongs to ${job.owner}; cancelling another's job needs the "admin" scope.`, [], { rule: 'owner' });
@@ -87,23 +81,24 @@ export const cancelJob: Handler = async ({ params, principal }, { store, cancels
   await cancels.publish({ jobId: id, ...error });
   await jobsQueue.remove(id).catch(() => undefined);
   log.info({ jobId: id, was: job.status, by: principal.name }, 'job canceled');
-  return { status: 202, body: await store.get(id) };
+  const canceled = await store.get(id);
+  // Only if the job's record expired in between: the contract has no 202 without a job.
+  if (!canceled) throw HttpProblem.notFound(`Job ${id}`);
+  return { status: 202, body: canceled };
 };
 
-export const listResults: Handler = async ({ query }, { results }) => {
-  const to = query.to ? Date.parse(query.to as string) : Date.now();
-  const from = query.from ? Date.parse(query.from as string) : to - 24 * 3600 * 1000;
+export const listResults: Handler<'listResults'> = async ({ query }, { results }) => {
+  const to = query.to ? Date.parse(query.to) : Date.now();
+  const from = query.from ? Date.parse(query.from) : to - 24 * 3600 * 1000;
   if (from > to) throw HttpProblem.invalid([{ field: 'query.from', message: 'must not be after to' }]);
   const found = await results.query({
-    from, to, limit: query.limit as number,
-    agent: query.agent as string | undefined, interface: query.interface as string | undefined,
-    schedule: query.schedule as string | undefined, label: query.label as string | undefined,
+    from, to, limit: defaulted(query.limit, 'limit'),
+    agent: query.agent, interface: query.interface, schedule: query.schedule, label: query.label,
   });
   return { status: 200, body: found };
 };
 
-export const getJobEvents: Handler = async ({ params }, { store, events }) => {
-  const id = params.id as string;
+export const getJobEvents: Handler<'getJobEvents'> = async ({ params: { id } }, { store, events }) => {
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
   return {
     status: 200,

@@ -14,7 +14,7 @@ export const OPENAPI_PATH = fileURLToPath(new URL('../../../../openapi.yaml', im
 
 export interface OpenApiDocument {
   openapi: string;
-  paths: Record<string, Record<string, OperationObject | unknown>>;
+  paths: Record<string, PathItemObject>;
   components: { schemas: Record<string, unknown>; parameters?: Record<string, ParameterObject> };
 }
 
@@ -31,10 +31,15 @@ export interface OperationObject {
   parameters?: ParameterObject[];
   requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
   responses: Record<string, unknown>;
+  /** Specification extensions, such as `x-niclab-scope`: whoever reads one checks it. */
+  [extension: `x-${string}`]: unknown;
 }
 
 export const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** A path's operations by method, and the parameters they share. */
+export type PathItemObject = { parameters?: ParameterObject[] } & { [M in HttpMethod]?: OperationObject };
 
 let cached: { text: string; doc: OpenApiDocument } | undefined;
 
@@ -64,9 +69,12 @@ export function createAjv(options: { coerce?: boolean; defaults?: boolean } = {}
   return ajv;
 }
 
-/** A validator for `#/components/schemas/NAME` or any inline schema of the document. */
-export function compileSchema(ajv: Ajv2020, schema: unknown): ValidateFunction {
-  return ajv.compile(rewriteRefs(schema) as object);
+/**
+ * A validator for `#/components/schemas/NAME` or any inline schema of the document. `T` names
+ * the type the schema describes (as Ajv's `compile<T>`), so the validator is its type guard.
+ */
+export function compileSchema<T = unknown>(ajv: Ajv2020, schema: unknown): ValidateFunction<T> {
+  return ajv.compile<T>(rewriteRefs(schema) as object);
 }
 
 export function schemaRef(name: string): { $ref: string } {
