@@ -67,7 +67,7 @@ export class RunExecution {
       ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
     };
     this.channel = new RunChannel(deps.redis, deps.keys, runId);
-    this.legs = legsOf(job.spec);
+    this.legs = legsOf(job.spec, plan.point);
     this.log = jobLog.child({ runId, run: plan.index });
   }
 

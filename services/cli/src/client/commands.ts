@@ -38,6 +38,7 @@ const RUN_OPTIONS = {
   max: { type: 'string' },
   resolution: { type: 'string' },
   confirm: { type: 'string' },
+  'both-directions': { type: 'boolean' },
 } as const;
 
 const COMMON = {
@@ -62,11 +63,12 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
              [--rr --request 1 --response 1] [--reverse|--bidir] [--repeat 10]
              [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
-      each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response.
+      each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
+      dir (forward,reverse,bidir); --both-directions is --sweep dir=forward,reverse.
       Without --wait it prints the job id; with it, live progress, then the nttcp table
       (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
   niclab search --from A:eth1 --to B:eth1 [--size 1500] [--pdr 0.1%] [--min 1kpps] [--max 100mbit]
-             [--resolution 1] [--confirm 1] [-t 2] [--sweep size=64,512,1500] [--wait]
+             [--resolution 1] [--confirm 1] [-t 2] [--sweep size=64,512,1500] [--both-directions] [--wait]
       The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
       defaults to the sender's link speed. With --wait: one line per trial, then the table.
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID

@@ -56,7 +56,13 @@ const SWEEP_NAMES: Record<string, { field: keyof NonNullable<JobSpec['sweep']>; 
   rate: { field: 'rate', parse: (v) => parseRate(v) },
   request: { field: 'requestSize', parse: (v) => parseSize(v, '--sweep request') },
   response: { field: 'responseSize', parse: (v) => parseSize(v, '--sweep response') },
+  dir: { field: 'direction', parse: (v) => direction(v) },
 };
+
+function direction(text: string): 'forward' | 'reverse' | 'bidir' {
+  if (text !== 'forward' && text !== 'reverse' && text !== 'bidir') throw new ArgumentError(`--sweep dir: "${text}" is not forward, reverse or bidir`);
+  return text;
+}
 
 function integer(text: string, what: string): number {
   if (!/^\d+$/.test(text)) throw new ArgumentError(`${what}: "${text}" is not a whole number`);
@@ -108,6 +114,8 @@ export interface RunOptions {
   max?: string;
   resolution?: string;
   confirm?: string;
+  /** Both directions of each flow, one after the other (sweep.direction). */
+  'both-directions'?: boolean;
 }
 
 function seconds(text: string, what: string): number {
@@ -140,6 +148,10 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
   if (o.repeat) spec.repeat = integer(o.repeat, '--repeat');
   const sweep = parseSweep(o.sweep ?? []);
   if (sweep) spec.sweep = sweep;
+  if (o['both-directions']) {
+    if (o.reverse || o.bidir) throw new ArgumentError('--both-directions excludes --reverse and --bidir');
+    spec.sweep = { ...spec.sweep, direction: ['forward', 'reverse'] };
+  }
   if (o.label?.length) {
     spec.labels = Object.fromEntries(
       o.label.map((l) => {

@@ -8,7 +8,7 @@ export interface PlannedRun {
   repetition: number;
 }
 
-export const DIMENSIONS = ['bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+export const DIMENSIONS = ['direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 /** How many runs a point gets: `min` always, up to `max` while the interval is too wide. */
@@ -77,9 +77,15 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
   return { ...params, ...kindOf(spec).params(spec, point) };
 }
 
-/** The legs of a run: every flow's data direction(s), all started together. */
-export function legsOf(spec: JobSpec): Leg[] {
-  const directions: Leg['direction'][] = spec.direction === 'bidir' ? ['forward', 'reverse'] : [spec.direction];
+/** The directions a run at `point` carries data in: the swept one, else the spec's. */
+export function directionAt(spec: JobSpec, point: SweepPoint): JobSpec['direction'] {
+  return point.direction ?? spec.direction;
+}
+
+/** The legs of a run at a sweep point: every flow's data direction(s), all started together. */
+export function legsOf(spec: JobSpec, point: SweepPoint = {}): Leg[] {
+  const at = directionAt(spec, point);
+  const directions: Leg['direction'][] = at === 'bidir' ? ['forward', 'reverse'] : [at];
   return spec.flows.flatMap((flow, flowIndex) =>
     directions.map((direction) => ({
       flowIndex,

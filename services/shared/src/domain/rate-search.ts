@@ -10,7 +10,7 @@
  */
 import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
-import { pointKey, sweepPoints, type PlannedRun } from './plan.js';
+import { legsOf, pointKey, sweepPoints, type PlannedRun } from './plan.js';
 import { udpPacketsPerSecond } from './udp-rate.js';
 import { kindOf } from './test-kinds/index.js';
 
@@ -60,7 +60,7 @@ export function withSearchDefaults(spec: JobSpec, agents: Agent[]): FieldError[]
   const search = { min: searchDefaults.min, ...(spec.search!.target === 'pdr' ? { lossRatio: searchDefaults.lossRatio } : {}), ...spec.search! };
   spec.search = search;
   if (search.max) return [];
-  const senders = spec.flows.flatMap((flow) => (spec.direction === 'reverse' ? [flow.to] : spec.direction === 'bidir' ? [flow.from, flow.to] : [flow.from]));
+  const senders = sweepPoints(spec).flatMap((point) => legsOf(spec, point).map((leg) => leg.sender));
   const speeds = senders.map((end) => ({ end, speed: agents.find((a) => a.id === end.agent)?.interfaces.find((i) => i.name === end.interface)?.speedBitsPerSecond ?? null }));
   const unknown = speeds.find((s) => s.speed === null);
   if (unknown) return [{ field: 'body.search.max', message: `is required: ${unknown.end.agent}:${unknown.end.interface} reports no link speed` }];

@@ -491,6 +491,8 @@ export interface components {
                 requestSize?: number[];
                 responseSize?: number[];
                 noDelay?: boolean[];
+                /** @description Both directions of each flow, one after the other, in one job (e.g. `[forward, reverse]`). */
+                direction?: ("forward" | "reverse" | "bidir")[];
             };
             labels?: {
                 [key: string]: string;
@@ -841,6 +843,8 @@ export interface components {
             requestSize?: number;
             responseSize?: number;
             noDelay?: boolean;
+            /** @enum {string} */
+            direction?: "forward" | "reverse" | "bidir";
         };
         Run: {
             id: components["schemas"]["Id"];

@@ -9,6 +9,7 @@ export const rrKind: TestKind = {
   specErrors(spec) {
     const errors: FieldError[] = [];
     if (spec.direction === 'bidir') errors.push({ field: 'body.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
+    if (spec.sweep?.direction?.includes('bidir')) errors.push({ field: 'body.sweep.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
     if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
     return errors;
   },
