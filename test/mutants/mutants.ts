@@ -18,6 +18,7 @@ export interface Mutant {
 
 const UDP_CHILD = 'services/agent/src/engines/builtin/udp-child.ts';
 const FLOW_RESULT = 'services/coordinator/src/flow-result.ts';
+const SEARCH = 'services/shared/src/domain/rate-search.ts';
 
 export const MUTANTS: Mutant[] = [
   {
@@ -238,5 +239,39 @@ export const MUTANTS: Mutant[] = [
     from: "  redis.call('ZREM', KEYS[2] .. ':' .. cur, member)\n",
     to: '',
     tests: ['test/faults/redis-kill.test.ts'],
+  },
+  {
+    id: 'search-unconfirmed',
+    what: 'a rate search takes a rate that passed one trial as passing, without its confirming trials',
+    file: SEARCH,
+    from: 'if (count >= need && (state.high === null || rate < state.high))',
+    to: 'if (count >= 1 && (state.high === null || rate < state.high))',
+    tests: ['test/coordinator/rate-search.test.ts'],
+  },
+  {
+    id: 'search-sender-ignored',
+    what: 'a trial whose sender fell short of the offered rate passes as if the path carried it',
+    file: SEARCH,
+    from: 'const senderShort = flows.some(',
+    to: 'const senderShort = false && flows.some(',
+    tests: ['test/coordinator/rate-search.test.ts'],
+  },
+  {
+    id: 'search-wire-headers-only',
+    what: "the rate found on the wire counts headers but not the Ethernet preamble, FCS and gap (42 B, not 66 B)",
+    file: SEARCH,
+    from: 'export const WIRE_OVERHEAD_BYTES = 66;',
+    to: 'export const WIRE_OVERHEAD_BYTES = 42;',
+    tests: ['test/coordinator/rate-search.test.ts', 'test/e2e/campaign.test.ts'],
+    pattern: 'rate search|NDR through',
+  },
+  {
+    id: 'direction-sweep-ignored',
+    what: "a swept direction is ignored: every run goes the spec's direction",
+    file: 'services/shared/src/domain/plan.ts',
+    from: '  const at = directionAt(spec, point);',
+    to: '  const at = spec.direction;',
+    tests: ['test/e2e/campaign.test.ts'],
+    pattern: 'swept direction',
   },
 ];
