@@ -116,6 +116,11 @@ test('a fan-in: a bar per flow with its interval', async () => {
   assert.deepEqual(bars.map((b) => [b.flow, num(b['throughput (Mbit/s)'])]), [['flow 0: A:eth1 -> B:eth1', 310], ['flow 1: C:eth1 -> B:eth1', 320], ['flow 2: D:eth1 -> B:eth1', 290]]);
   assert.deepEqual(markItems(svg, 'intervals', 'rule').map((i) => [num(i['throughput (Mbit/s)']), num(i.high)]), [[300, 320], [308, 332], [282, 298]]);
   assert.match(chartTitle(svg).text, /should be equal/);
+  const one = report([], [point({}, [leg(0, A, summary(310e6, 10e6))])]);
+  assert.equal(reportChartKind(one), 'fan-in', 'one flow repeated at one point is a bar too, not a one-point line');
+  const lone = await draw(reportChart(jobOf('one-flow', {}), [], one));
+  assert.equal(markItems(lone, 'bars', 'rect').length, 1);
+  assert.doesNotMatch(chartTitle(lone).text, /should be equal/);
 });
 
 test('a single run: its intervals over time, a line per flow', async () => {

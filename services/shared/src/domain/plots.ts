@@ -94,15 +94,14 @@ export function reportChartKind(report: Report): ReportChartKind {
   if (report.searches) return 'search';
   if (report.points.length > 1) return 'sweep';
   const [only] = report.points;
-  if (only && only.runs.succeeded <= 1) return 'time-series';
-  return (only?.flows.length ?? 0) > 1 ? 'fan-in' : 'sweep';
+  return only && only.runs.succeeded <= 1 ? 'time-series' : 'fan-in';
 }
 
 /**
  * The report's figure: a sweep is throughput (with its interval) against the last swept field,
  * a line per flow and per value of the other fields; a rate search is loss against offered
- * rate; one point with several flows is a bar per flow (a fan-in, whose bars should be
- * equal); a single run is its intervals over time, a line per flow. `runs` are the job's runs
+ * rate; one point of several runs is a bar per flow (a fan-in's bars should be equal);
+ * a single run is its intervals over time, a line per flow. `runs` are the job's runs
  * (the time series reads their intervals).
  */
 export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
@@ -188,7 +187,7 @@ function fanInChart(job: Job, report: Report): ChartSpec {
   return {
     $schema: SCHEMA,
     ...SIZE,
-    title: title(`${y.title.split(' (')[0]} per flow (should be equal), ${Math.round(report.confidence * 100)}% intervals`, job),
+    title: title(`${y.title.split(' (')[0]} per flow${rows.length > 1 ? ' (should be equal)' : ''}, ${Math.round(report.confidence * 100)}% intervals`, job),
     data: { values: rows },
     layer: [
       { name: 'bars', mark: { type: 'bar' }, encoding: { x, y: quantitative('mean', y.title), tooltip: [{ field: 'flow' }, { field: 'mean', title: y.title }, { field: 'n' }] } },
