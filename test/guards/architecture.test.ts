@@ -32,9 +32,14 @@ function target(from: string, specifier: string): string | null {
 
 /** Every import and re-export of a file, type-only ones included (they are cycles for a reader too). */
 function imports(file: string): string[] {
+  return specifiers(file).map((s) => target(file, s)).filter((t): t is string => t !== null);
+}
+
+/** What each import and re-export of a file names, as written (`vega`, `./plan.js`). */
+function specifiers(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const found = [...text.matchAll(/^\s*(?:import|export)\b[^;'"]*?from\s*['"]([^'"]+)['"]/gms), ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)];
-  return found.map((m) => target(file, m[1]!)).filter((t): t is string => t !== null);
+  return found.map((m) => m[1]!);
 }
 
 /** The cycles of the import graph, each once, as file lists (Tarjan's strongly connected components). */
@@ -85,6 +90,16 @@ test('the API package does not depend on the agent package', () => {
   assert.doesNotMatch(tsconfig, /\.\.\/agent/, 'services/api/tsconfig.json references ../agent');
   const offenders = sources(join(SERVICES, 'api')).filter((file) => /['"]@niclab\/agent\//.test(readFileSync(file, 'utf8')));
   assert.deepEqual(offenders.map((f) => relative(SERVICES, f)), []);
+});
+
+test('plotting stays in the API: shared builds chart specs as data, only services/api imports vega', () => {
+  const offenders = sources(SERVICES).filter((file) => !relative(SERVICES, file).startsWith('api/') && specifiers(file).some((s) => /^vega(-|$)/.test(s)));
+  assert.deepEqual(offenders.map((f) => relative(SERVICES, f)), []);
+  for (const pkg of readdirSync(SERVICES).filter((p) => p !== 'api')) {
+    const manifest = JSON.parse(readFileSync(join(SERVICES, pkg, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}).filter((d) => d.startsWith('vega')), [], `services/${pkg}/package.json`);
+  }
+  assert.ok(specifiers(join(SERVICES, 'api/src/render-svg.ts')).includes('vega'), 'the guard reads the renderer\'s imports');
 });
 
 /** Keys members that name BullMQ queues (BullMQ keeps its own keys under them), not Redis keys of ours. */

@@ -2,12 +2,14 @@ import { TERMINAL_STATUSES, type ErrorInfo } from '@niclab/shared/domain/contrac
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/domain/compare';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
+import { comparisonChart, reportChart } from '@niclab/shared/domain/plots';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
 import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
 import { withRawLinks } from '../raw-links.js';
+import { renderSvg } from '../render-svg.js';
 
 export const createJob: Handler<'createJob'> = async ({ body, headers, principal }, services) => {
   const submit = async () => {
@@ -44,6 +46,7 @@ export const getReport: Handler<'getReport'> = async ({ params: { id }, query },
   const report = buildReport(job, runs);
   if (query.format === 'csv') return { status: 200, raw: { contentType: 'text/csv; charset=utf-8', text: reportCsv(report) }, headers: { 'Content-Disposition': `attachment; filename="niclab-${id}.csv"` } };
   if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: reportTable(job, runs, report) } };
+  if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(reportChart(job, runs, report)) } };
   return { status: 200, body: report };
 };
 
@@ -53,6 +56,7 @@ export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) 
   if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate}`);
   const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'));
   if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
+  if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(comparisonChart(baseline, candidate, comparison)) } };
   return { status: 200, body: comparison };
 };
 

@@ -2,6 +2,7 @@
  * The scripting commands: `niclab run|jobs|job|cancel|agents|report|compare|schedules`, all
  * through the REST API (`--api URL` or NICLAB_API, `--token` or NICLAB_TOKEN).
  */
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Agent, Job, JobSpec } from '@niclab/shared/domain/contract';
 import { pointLabel } from '@niclab/shared/domain/report';
@@ -46,6 +47,7 @@ const COMMON = {
   token: { type: 'string' },
   json: { type: 'boolean' },
   csv: { type: 'boolean' },
+  svg: { type: 'string' },
   wait: { type: 'boolean' },
   quiet: { type: 'boolean', short: 'q' },
   status: { type: 'string' },
@@ -72,8 +74,10 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
       defaults to the sender's link speed. With --wait: one line per trial, then the table.
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
-  niclab agents                              niclab report ID [--csv]
-  niclab compare BASELINE CANDIDATE [--min-change 1]
+  niclab agents                              niclab report ID [--csv | --svg FILE]
+  niclab compare BASELINE CANDIDATE [--min-change 1] [--svg FILE]
+      --svg FILE writes the job's figure (a sweep's curve, a search's loss against rate, a
+      fan-in's bars, a single run's intervals; A/B bars with the verdict) as SVG to FILE.
   niclab schedules [list | show NAME | pause NAME | resume NAME | delete NAME]
   niclab schedules create NAME (--every SECONDS | --cron "0 2 * * *" [--tz Europe/Berlin]) RUN-OPTIONS
   --json prints the API's JSON instead of tables.`;
@@ -95,6 +99,15 @@ const short = (id: string) => id.slice(0, 8);
 function jobLine(j: Job): string[] {
   const flows = j.spec.flows.map((f) => `${f.from.agent}:${f.from.interface}->${f.to.agent}:${f.to.interface}`).join(' ');
   return [j.id, j.status, j.createdAt.replace(/\.\d+Z$/, 'Z'), `${j.spec.engine}/${j.spec.protocol}/${j.spec.test}`, `${j.progress.runsDone}/${j.progress.runsTotal}`, flows];
+}
+
+/** Writes the figure the API draws to `file` and says where it went. */
+async function saveSvg(api: Api, path: string, file: string, out: Out): Promise<number> {
+  if (!file) throw new ArgumentError('--svg needs a file name');
+  const svg = await api.text(path, 'image/svg+xml');
+  await writeFile(file, svg);
+  out(`wrote ${file} (${svg.length} bytes)`);
+  return 0;
 }
 
 /** Runs one scripting command; returns the process exit code. */
@@ -144,6 +157,7 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
       case 'report': {
         const id = need(positionals[0], 'a job id');
         if (values.json) return print(await api.json('GET', `/v1/jobs/${id}/report`)), 0;
+        if (values.svg !== undefined) return await saveSvg(api, `/v1/jobs/${id}/report?format=svg`, values.svg, out);
         out((await api.text(`/v1/jobs/${id}/report?format=${values.csv ? 'csv' : 'table'}`)).trimEnd());
         return 0;
       }
@@ -151,6 +165,7 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
         const q = new URLSearchParams({ baseline: need(positionals[0], 'a baseline job id'), candidate: need(positionals[1], 'a candidate job id') });
         if (values['min-change']) q.set('minChangePercent', values['min-change']);
         if (values.json) return print(await api.json('GET', `/v1/compare?${q}`)), 0;
+        if (values.svg !== undefined) return await saveSvg(api, `/v1/compare?${q}&format=svg`, values.svg, out);
         q.set('format', 'table');
         out((await api.text(`/v1/compare?${q}`)).trimEnd());
         return 0;

@@ -43,8 +43,8 @@ export class Api {
     return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
-  async text(path: string): Promise<string> {
-    return (await this.request('GET', path, undefined, 'text/plain')).text();
+  async text(path: string, accept = 'text/plain'): Promise<string> {
+    return (await this.request('GET', path, undefined, accept)).text();
   }
 
   /** Server-sent events of a path, as `{event, data}` until the server ends the stream. */

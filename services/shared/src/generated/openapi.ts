@@ -115,7 +115,12 @@ export interface paths {
          * @description Means, standard deviations, min, max, the confidence interval of the mean, the
          *     coefficient of variation and n over each point's succeeded runs. `csv` has one header
          *     row and a row per point, flow (or `total`) and metric; `table` prints nttcp's columns
-         *     (local = sender, remote = receiver, each the mean over the runs) for a terminal.
+         *     (local = sender, remote = receiver, each the mean over the runs) for a terminal. `svg`
+         *     draws the job's figure (Vega-Lite, rendered by the API): a sweep is the headline with
+         *     its interval against the last swept field, a line per flow and per value of the other
+         *     fields; a rate search is loss against offered rate (its trials); one point with several
+         *     flows is a bar per flow (a fan-in: they should be equal); a single run is its
+         *     intervals over time, a line per flow.
          */
         get: operations["getReport"];
         put?: never;
@@ -1305,7 +1310,7 @@ export interface operations {
     getReport: {
         parameters: {
             query?: {
-                format?: "json" | "csv" | "table";
+                format?: "json" | "csv" | "table" | "svg";
             };
             header?: never;
             path: {
@@ -1324,6 +1329,7 @@ export interface operations {
                     "application/json": components["schemas"]["Report"];
                     "text/csv": string;
                     "text/plain": string;
+                    "image/svg+xml": string;
                 };
             };
             401: components["responses"]["Problem"];
@@ -1372,7 +1378,8 @@ export interface operations {
                 candidate: components["schemas"]["Id"];
                 /** @description A change smaller than this is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". */
                 minChangePercent?: number;
-                format?: "json" | "table";
+                /** @description `svg` draws a baseline and a candidate bar per point, each with its interval, and the verdict above them. */
+                format?: "json" | "table" | "svg";
             };
             header?: never;
             path?: never;
@@ -1388,6 +1395,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Comparison"];
                     "text/plain": string;
+                    "image/svg+xml": string;
                 };
             };
             401: components["responses"]["Problem"];

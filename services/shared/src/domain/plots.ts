@@ -1,0 +1,266 @@
+/**
+ * The figure a lab engineer would draw for a report or a comparison, as a Vega-Lite spec: pure
+ * data in, a JSON spec out. Rendering (vega, to SVG) belongs to the API, so this package needs
+ * no plotting library.
+ */
+import type { Comparison } from './compare.js';
+import type { Job, JobSpec, Run, SweepPoint } from './contract.js';
+import { DIMENSIONS, pointKey, type Dimension } from './plan.js';
+import type { Report } from './report.js';
+import { basePoint } from './rate-search.js';
+import { pointLabel } from './report.js';
+import { tQuantile } from './statistics.js';
+import { kindOf } from './test-kinds/index.js';
+
+/** A Vega-Lite (v6) top-level spec. */
+export type ChartSpec = Record<string, unknown>;
+
+/** Which figure a report gets: the shape of the job decides, not its name. */
+export type ReportChartKind = 'sweep' | 'search' | 'fan-in' | 'time-series';
+
+type ReportPoint = Report['points'][number];
+type LegFigures = ReportPoint['flows'][number];
+
+const SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json';
+const SIZE = { width: 560, height: 320 };
+
+/** An axis for a swept field, in the seeds' units: sizes in KiB, rates in kpps or Mbit/s. */
+interface DimensionAxis {
+  title: string;
+  type: 'quantitative' | 'ordinal';
+  value: (point: SweepPoint) => number | string;
+}
+
+const axisOf = (title: string, type: DimensionAxis['type'], value: DimensionAxis['value']): DimensionAxis => ({ title, type, value });
+const KIB = (name: string, d: 'bufferLength' | 'socketBuffer' | 'requestSize' | 'responseSize') => axisOf(`${name} (KiB)`, 'quantitative', (p) => (p[d] as number) / 1024);
+/** A field of the chart's data as Vega-Lite encodes it, with the title its axis or legend shows. */
+const quantitative = (field: string, title: string, more: Record<string, unknown> = {}) => ({ field, type: 'quantitative', title, ...more });
+const nominal = (field: string, title: string | null, more: Record<string, unknown> = {}) => ({ field, type: 'nominal', title, ...more });
+
+function dimensionAxis(d: Dimension, points: SweepPoint[]): DimensionAxis {
+  switch (d) {
+    case 'bufferLength': return KIB('buffer length', d);
+    case 'socketBuffer': return KIB('socket buffer', d);
+    case 'requestSize': return KIB('request size', d);
+    case 'responseSize': return KIB('response size', d);
+    case 'packetSize': return axisOf('datagram payload (B)', 'quantitative', (p) => p.packetSize!);
+    case 'streams': return axisOf('parallel streams', 'quantitative', (p) => p.streams!);
+    case 'noDelay': return axisOf('TCP_NODELAY', 'ordinal', (p) => String(p.noDelay));
+    case 'rate': {
+      const inPackets = points.some((p) => p.rate && 'packetsPerSecond' in p.rate);
+      return inPackets
+        ? axisOf('offered rate (kpps)', 'quantitative', (p) => (p.rate && 'packetsPerSecond' in p.rate ? p.rate.packetsPerSecond / 1000 : 0))
+        : axisOf('offered rate (Mbit/s)', 'quantitative', (p) => (p.rate && 'bitsPerSecond' in p.rate ? p.rate.bitsPerSecond / 1e6 : 0));
+    }
+  }
+}
+
+const endpoint = (e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`;
+
+/** The paths of a job's flows as the seeds write them, `A:eth1 -> B:eth1`, distinct ones joined. */
+export function pathsOf(spec: JobSpec): string {
+  return [...new Set(spec.flows.map((f) => `${endpoint(f.from)} -> ${endpoint(f.to)}`))].join(', ');
+}
+
+const legLabel = (f: LegFigures) => `flow ${f.flowIndex}${f.direction === 'reverse' ? ' (reverse)' : ''}: ${endpoint(f.from)} -> ${endpoint(f.to)}`;
+
+function title(what: string, job: Job) {
+  const s = job.spec;
+  return { text: `${what}: ${pathsOf(s)}`, subtitle: `engine ${s.engine}, ${s.protocol} ${s.test}, job ${job.id}` };
+}
+
+/** The headline's axis: `throughput (Mbit/s)` or `transactions/s`, and the divisor into it. */
+function headlineAxis(spec: JobSpec): { title: string; scale: number } {
+  const { name, table } = kindOf(spec).headline;
+  return { title: name === 'bitsPerSecond' ? `throughput (${table.unit})` : `rr rate (${table.unit})`, scale: table.scale };
+}
+
+/** A mean with its interval, as the layered line/bar charts read them. */
+interface Estimate {
+  mean: number;
+  low: number;
+  high: number;
+  n: number;
+}
+
+const intervalLayer = (x: Record<string, unknown>, yTitle: string, extra: Record<string, unknown> = {}) => ({
+  name: 'intervals',
+  mark: { type: 'errorbar', ticks: true },
+  encoding: { x, ...extra, y: quantitative('low', yTitle), y2: { field: 'high' } },
+});
+
+/** The figure a report gets from its shape. */
+export function reportChartKind(report: Report): ReportChartKind {
+  if (report.searches) return 'search';
+  if (report.points.length > 1) return 'sweep';
+  const [only] = report.points;
+  return only && only.runs.succeeded <= 1 ? 'time-series' : 'fan-in';
+}
+
+/**
+ * The report's figure: a sweep is throughput (with its interval) against the last swept field,
+ * a line per flow and per value of the other fields; a rate search is loss against offered
+ * rate; one point of several runs is a bar per flow (a fan-in's bars should be equal);
+ * a single run is its intervals over time, a line per flow. `runs` are the job's runs
+ * (the time series reads their intervals).
+ */
+export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
+  switch (reportChartKind(report)) {
+    case 'search': return searchChart(job, report);
+    case 'time-series': return timeSeriesChart(job, runs, report);
+    case 'fan-in': return fanInChart(job, report);
+    case 'sweep': return sweepChart(job, report);
+  }
+}
+
+const estimate = (s: LegFigures['bitsPerSecond'], scale: number): Estimate | null =>
+  s ? { mean: s.mean / scale, low: s.confidenceInterval[0]! / scale, high: s.confidenceInterval[1]! / scale, n: s.n } : null;
+
+const legValue = (report: Report, f: LegFigures) => f[report.headline.name as 'bitsPerSecond' | 'transactionsPerSecond'];
+
+function sweepChart(job: Job, report: Report): ChartSpec {
+  const y = headlineAxis(job.spec);
+  const dims = report.dimensions as Dimension[];
+  const xDim = dims.at(-1);
+  const points = report.points.map((p) => p.point);
+  const axis = xDim ? dimensionAxis(xDim, points) : axisOf('point', 'ordinal', () => '-');
+  const others = dims.slice(0, -1);
+  const several = Math.max(0, ...report.points.map((p) => p.flows.length)) > 1;
+  const rows = report.points.flatMap((p) => {
+    const rest = pointLabel(Object.fromEntries(others.map((d) => [d, p.point[d]])) as SweepPoint);
+    return p.flows.flatMap((f) => {
+      const e = estimate(legValue(report, f), y.scale);
+      if (!e) return [];
+      const series = [several ? legLabel(f) : null, rest === '-' ? null : rest].filter(Boolean).join(', ') || legLabel(f);
+      return [{ x: axis.value(p.point), series, ...e }];
+    });
+  });
+  const x = { field: 'x', type: axis.type, title: axis.title };
+  const color = nominal('series', null);
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: title(`${y.title.split(' (')[0]} against ${axis.title.split(' (')[0]}, ${Math.round(report.confidence * 100)}% intervals`, job),
+    data: { values: rows },
+    layer: [
+      intervalLayer(x, y.title, { color }),
+      { name: 'lines', mark: { type: 'line' }, encoding: { x, y: quantitative('mean', y.title), color } },
+      { name: 'means', mark: { type: 'point', filled: true, size: 50 }, encoding: { x, y: quantitative('mean', y.title), color, tooltip: [{ field: 'x', title: axis.title }, { field: 'mean', title: y.title }, quantitative('low', 'interval low'), quantitative('high', 'interval high'), { field: 'n' }] } },
+    ],
+  };
+}
+
+function searchChart(job: Job, report: Report): ChartSpec {
+  const searches = report.searches ?? [];
+  const several = searches.length > 1;
+  const rows = searches.flatMap((s) =>
+    s.trials.map((t) => ({
+      offered: t.packetsPerSecond / 1000,
+      loss: t.lossRatio * 100,
+      verdict: t.passed ? 'pass' : `fail (${t.failedBy})`,
+      series: several ? pointLabel(basePoint(s.point)) : `${s.packetSize} B datagrams`,
+    })),
+  );
+  const x = quantitative('offered', 'offered rate per flow (kpps)');
+  const y = quantitative('loss', 'loss (%)');
+  const found = searches.filter((s) => s.found).map((s) => `${s.target.toUpperCase()} ${(s.found!.packetsPerSecond / 1000).toFixed(1)} kpps`).join(', ');
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: { ...title(`loss against offered rate (${searches[0]?.target ?? 'search'})`, job), subtitle: `engine ${job.spec.engine}, ${job.spec.protocol}; found ${found || 'none'}; job ${job.id}` },
+    data: { values: rows },
+    layer: [
+      { name: 'lines', mark: { type: 'line' }, encoding: { x, y, color: nominal('series', null), order: { field: 'offered' } } },
+      { name: 'trials', mark: { type: 'point', filled: true, size: 60 }, encoding: { x, y, color: nominal('series', null), shape: nominal('verdict', 'trial') } },
+    ],
+  };
+}
+
+function fanInChart(job: Job, report: Report): ChartSpec {
+  const y = headlineAxis(job.spec);
+  const p = report.points[0]!;
+  const rows = p.flows.flatMap((f) => {
+    const e = estimate(legValue(report, f), y.scale);
+    return e ? [{ flow: legLabel(f), ...e }] : [];
+  });
+  const x = nominal('flow', 'flow', { sort: null, axis: { labelAngle: -20, labelLimit: 240 } });
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: title(`${y.title.split(' (')[0]} per flow${rows.length > 1 ? ' (should be equal)' : ''}, ${Math.round(report.confidence * 100)}% intervals`, job),
+    data: { values: rows },
+    layer: [
+      { name: 'bars', mark: { type: 'bar' }, encoding: { x, y: quantitative('mean', y.title), tooltip: [{ field: 'flow' }, { field: 'mean', title: y.title }, { field: 'n' }] } },
+      intervalLayer(x, y.title),
+    ],
+  };
+}
+
+function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
+  const key = report.points[0] ? pointKey(report.points[0].point) : null;
+  const run = runs.find((r) => r.status === 'succeeded' && pointKey(r.point) === key);
+  const rows = (run?.flows ?? []).flatMap((f) => {
+    const label = `flow ${f.flowIndex}${f.direction === 'reverse' ? ' (reverse)' : ''}: ${endpoint(f.from)} -> ${endpoint(f.to)}`;
+    return f.intervals.map((i) => ({ time: i.end, throughput: i.bitsPerSecond / 1e6, flow: label }));
+  });
+  const x = quantitative('time', 'time (s)');
+  const y = quantitative('throughput', 'throughput (Mbit/s)');
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: title(`throughput per interval${run ? `, run ${run.index}` : ''}`, job),
+    data: { values: rows },
+    layer: [
+      { name: 'lines', mark: { type: 'line' }, encoding: { x, y, color: nominal('flow', null) } },
+      { name: 'samples', mark: { type: 'point', filled: true, size: 30 }, encoding: { x, y, color: nominal('flow', null) } },
+    ],
+  };
+}
+
+/**
+ * An A/B comparison: per point a baseline and a candidate bar, each with the interval of its
+ * mean, and the verdict (with the % change) above the pair.
+ */
+export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): ChartSpec {
+  const y = headlineAxis(baseline.spec);
+  const interval = (s: Comparison['points'][number]['baseline']) => {
+    const half = s.n > 1 ? tQuantile(1 - (1 - c.confidence) / 2, s.n - 1) * (s.standardDeviation / Math.sqrt(s.n)) : 0;
+    return { mean: s.mean / y.scale, low: (s.mean - half) / y.scale, high: (s.mean + half) / y.scale, n: s.n };
+  };
+  const bars = c.points.flatMap((p) => {
+    const point = pointLabel(p.point);
+    return ([['baseline', p.baseline], ['candidate', p.candidate]] as const).filter(([, s]) => s.n > 0).map(([side, s]) => ({ point, side, ...interval(s) }));
+  });
+  const verdicts = c.points.map((p) => ({
+    point: pointLabel(p.point),
+    top: Math.max(...[p.baseline, p.candidate].filter((s) => s.n > 0).map((s) => interval(s).high), 0),
+    verdict: `${p.verdict}${p.changePercent === null ? '' : ` (${p.changePercent >= 0 ? '+' : ''}${p.changePercent.toFixed(1)}%)`}${p.environmentFlagged ? ' *' : ''}`,
+  }));
+  const x = nominal('point', pointsTitle(c.points.map((p) => p.point)), { sort: null, axis: { labelAngle: 0, labelLimit: 240 } });
+  const paths = [...new Set([pathsOf(baseline.spec), pathsOf(candidate.spec)])].join(' | ');
+  const engines = [...new Set([baseline.spec.engine, candidate.spec.engine])].join(' vs ');
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: {
+      text: `A/B ${y.title.split(' (')[0]}: ${paths}`,
+      subtitle: `engine ${engines}; baseline ${c.baseline} vs candidate ${c.candidate}; ${Math.round(c.confidence * 100)}% intervals${c.environmentDifferences.some((d) => !d.variedByUser) ? '; * environment differs' : ''}`,
+    },
+    layer: [
+      {
+        data: { values: bars },
+        layer: [
+          { name: 'bars', mark: { type: 'bar' }, encoding: { x, xOffset: { field: 'side', sort: ['baseline', 'candidate'] }, y: quantitative('mean', y.title), color: nominal('side', null, { sort: ['baseline', 'candidate'] }), tooltip: [{ field: 'point' }, { field: 'side' }, { field: 'mean', title: y.title }, { field: 'n' }] } },
+          intervalLayer(x, y.title, { xOffset: { field: 'side', sort: ['baseline', 'candidate'] } }),
+        ],
+      },
+      { name: 'verdicts', data: { values: verdicts }, mark: { type: 'text', dy: -8 }, encoding: { x, y: quantitative('top', y.title), text: { field: 'verdict' } } },
+    ],
+  };
+}
+
+/** The swept fields of a set of points, for the axis under them. */
+function pointsTitle(points: SweepPoint[]): string {
+  const fields = DIMENSIONS.filter((d) => points.some((p) => p[d] !== undefined));
+  return fields.length ? `point (${fields.join(', ')})` : 'point';
+}

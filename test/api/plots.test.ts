@@ -1,0 +1,166 @@
+/**
+ * Every chart type, from a report (or comparison) built by hand, rendered to SVG by the API's
+ * renderer and read back by structure: how many marks, their values, the axis titles.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Comparison } from '@niclab/shared/domain/compare';
+import type { Job, JobSpec, Run } from '@niclab/shared/domain/contract';
+import { comparisonChart, reportChart, reportChartKind } from '@niclab/shared/domain/plots';
+import type { Report } from '@niclab/shared/domain/report';
+import { renderSvg } from '../../services/api/src/render-svg.js';
+import { axisTitles, chartTitle, markItems, parseSvg, texts } from '../helpers/svg.js';
+
+type ReportPoint = Report['points'][number];
+type Leg = ReportPoint['flows'][number];
+type Summary = NonNullable<Leg['bitsPerSecond']>;
+
+const A = { agent: 'A', interface: 'eth1' };
+const B = { agent: 'B', interface: 'eth1' };
+const C = { agent: 'C', interface: 'eth1' };
+
+function jobOf(id: string, spec: Partial<JobSpec>): Job {
+  return { id, status: 'succeeded', spec: { engine: 'builtin', protocol: 'tcp', test: 'stream', flows: [{ from: A, to: B }], ...spec } } as unknown as Job;
+}
+
+/** A summary of mean `mean` whose 95% interval is ±`half`. */
+const summary = (mean: number, half: number, n = 3): Summary => ({ n, mean, standardDeviation: half / 2, min: mean - half, max: mean + half, confidenceInterval: [mean - half, mean + half], coefficientOfVariation: half / 2 / mean });
+
+function leg(flowIndex: number, from: typeof A, bitsPerSecond: Summary | null): Leg {
+  return { flowIndex, direction: 'forward', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null };
+}
+
+function point(p: ReportPoint['point'], flows: Leg[], succeeded = 3): ReportPoint {
+  return { point: p, runs: { succeeded, failed: 0 }, stoppedBy: 'fixed', halfWidthPercent: null, flows, total: { bitsPerSecond: null, retransmits: null, transactionsPerSecond: null } };
+}
+
+function report(dimensions: string[], points: ReportPoint[], extra: Partial<Report> = {}): Report {
+  return { jobId: 'j', status: 'succeeded', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, confidence: 0.95, dimensions: dimensions as Report['dimensions'], points, failedRuns: [], ...extra };
+}
+
+const draw = async (spec: Record<string, unknown>) => parseSvg(await renderSvg(spec));
+const num = (s: string | undefined) => Number(String(s).replace(/,/g, ''));
+
+test('a sweep: throughput with its interval against the last swept field in KiB, a line per value of the other field', async () => {
+  const job = jobOf('sweep-job', { sweep: { bufferLength: [8192, 131072], socketBuffer: [65536, 262144, 1048576] } });
+  const mbit = (b: number, w: number) => (b === 8192 ? 300 : 900) + w / 4096; // Mbit/s, a distinct value per point
+  const points = [8192, 131072].flatMap((b) => [65536, 262144, 1048576].map((w) => point({ bufferLength: b, socketBuffer: w }, [leg(0, A, summary(mbit(b, w) * 1e6, 20e6))])));
+  const r = report(['bufferLength', 'socketBuffer'], points);
+  assert.equal(reportChartKind(r), 'sweep');
+  const svg = await draw(reportChart(job, [], r));
+  assert.deepEqual(axisTitles(svg), ['socket buffer (KiB)', 'throughput (Mbit/s)']);
+  const means = markItems(svg, 'means', 'symbol');
+  assert.equal(means.length, 6, 'a symbol per point');
+  assert.deepEqual(means.map((m) => [num(m['socket buffer (KiB)']), num(m['throughput (Mbit/s)'])]).sort((a, b) => a[1]! - b[1]!), [
+    [64, 316], [256, 364], [1024, 556], [64, 916], [256, 964], [1024, 1156],
+  ]);
+  assert.deepEqual(new Set(means.map((m) => m.series)), new Set(['bufferLength=8192', 'bufferLength=131072']));
+  assert.equal(markItems(svg, 'lines', 'line').length, 2, 'a line per buffer length');
+  const intervals = markItems(svg, 'intervals', 'rule');
+  assert.equal(intervals.length, 6, 'an interval per point');
+  assert.ok(intervals.some((i) => num(i['throughput (Mbit/s)']) === 296 && num(i.high) === 336), JSON.stringify(intervals[0]));
+  const { text, subtitle } = chartTitle(svg);
+  assert.match(text, /A:eth1 -> B:eth1/);
+  assert.match(subtitle, /engine builtin/);
+});
+
+test('a sweep of several flows: a line per flow; a point without a succeeded run draws nothing', async () => {
+  const job = jobOf('fan-sweep', { flows: [{ from: A, to: B }, { from: C, to: B }], sweep: { streams: [1, 2, 4] } });
+  const r = report(['streams'], [
+    point({ streams: 1 }, [leg(0, A, summary(400e6, 5e6)), leg(1, C, summary(410e6, 5e6))]),
+    point({ streams: 2 }, [leg(0, A, summary(450e6, 5e6)), leg(1, C, summary(440e6, 5e6))]),
+    point({ streams: 4 }, [], 0),
+  ]);
+  const svg = await draw(reportChart(job, [], r));
+  assert.deepEqual(axisTitles(svg), ['parallel streams', 'throughput (Mbit/s)']);
+  const means = markItems(svg, 'means', 'symbol');
+  assert.equal(means.length, 4);
+  assert.deepEqual(new Set(means.map((m) => m.series)), new Set(['flow 0: A:eth1 -> B:eth1', 'flow 1: C:eth1 -> B:eth1']));
+  assert.equal(markItems(svg, 'lines', 'line').length, 2);
+  assert.match(chartTitle(svg).text, /A:eth1 -> B:eth1, C:eth1 -> B:eth1/);
+});
+
+test('a rate search: loss against offered rate in kpps, a symbol per trial, a line per datagram size', async () => {
+  const job = jobOf('search-job', { protocol: 'udp', sweep: { packetSize: [64, 1500] }, search: { target: 'ndr' } } as Partial<JobSpec>);
+  const trial = (runIndex: number, pps: number, loss: number) => ({ runIndex, packetsPerSecond: pps, passed: loss === 0, failedBy: loss === 0 ? null : ('loss' as const), lossRatio: loss, flows: [] });
+  const search = (packetSize: number, trials: ReturnType<typeof trial>[], found: number) => ({
+    point: { packetSize }, target: 'ndr' as const, allowedLossRatio: 0, packetSize,
+    found: { packetsPerSecond: found, bitsPerSecond: found * packetSize * 8, wireBitsPerSecond: found * (packetSize + 66) * 8, totalPacketsPerSecond: found },
+    bracket: { low: found, high: null, min: 1000, max: 200000 }, limitedBy: 'loss' as const, stoppedBy: 'resolution' as const, trials,
+  });
+  const r = report(['packetSize', 'rate'], [], {
+    searches: [
+      search(64, [trial(0, 200000, 0.25), trial(1, 100000, 0), trial(2, 150000, 0.02)], 100000),
+      search(1500, [trial(3, 80000, 0.1), trial(4, 40000, 0), trial(5, 60000, 0)], 60000),
+    ],
+  });
+  assert.equal(reportChartKind(r), 'search');
+  const svg = await draw(reportChart(job, [], r));
+  assert.deepEqual(axisTitles(svg), ['offered rate per flow (kpps)', 'loss (%)']);
+  const trials = markItems(svg, 'trials', 'symbol');
+  assert.equal(trials.length, 6, 'a symbol per trial');
+  assert.deepEqual(trials.map((t) => [num(t['offered rate per flow (kpps)']), num(t['loss (%)'])]).sort((a, b) => a[0]! - b[0]!), [
+    [40, 0], [60, 0], [80, 10], [100, 0], [150, 2], [200, 25],
+  ]);
+  assert.equal(markItems(svg, 'lines', 'line').length, 2);
+  assert.match(chartTitle(svg).subtitle, /NDR 100\.0 kpps, NDR 60\.0 kpps/);
+});
+
+test('a fan-in: a bar per flow with its interval', async () => {
+  const job = jobOf('fan-in', { flows: [{ from: A, to: B }, { from: C, to: B }, { from: { agent: 'D', interface: 'eth1' }, to: B }] });
+  const r = report([], [point({}, [leg(0, A, summary(310e6, 10e6)), leg(1, C, summary(320e6, 12e6)), leg(2, { agent: 'D', interface: 'eth1' }, summary(290e6, 8e6))])]);
+  assert.equal(reportChartKind(r), 'fan-in');
+  const svg = await draw(reportChart(job, [], r));
+  assert.deepEqual(axisTitles(svg), ['flow', 'throughput (Mbit/s)']);
+  const bars = markItems(svg, 'bars', 'rect');
+  assert.deepEqual(bars.map((b) => [b.flow, num(b['throughput (Mbit/s)'])]), [['flow 0: A:eth1 -> B:eth1', 310], ['flow 1: C:eth1 -> B:eth1', 320], ['flow 2: D:eth1 -> B:eth1', 290]]);
+  assert.deepEqual(markItems(svg, 'intervals', 'rule').map((i) => [num(i['throughput (Mbit/s)']), num(i.high)]), [[300, 320], [308, 332], [282, 298]]);
+  assert.match(chartTitle(svg).text, /should be equal/);
+  const one = report([], [point({}, [leg(0, A, summary(310e6, 10e6))])]);
+  assert.equal(reportChartKind(one), 'fan-in', 'one flow repeated at one point is a bar too, not a one-point line');
+  const lone = await draw(reportChart(jobOf('one-flow', {}), [], one));
+  assert.equal(markItems(lone, 'bars', 'rect').length, 1);
+  assert.doesNotMatch(chartTitle(lone).text, /should be equal/);
+});
+
+test('a single run: its intervals over time, a line per flow', async () => {
+  const job = jobOf('single', { flows: [{ from: A, to: B }, { from: C, to: B }] });
+  const r = report([], [point({}, [leg(0, A, summary(500e6, 0, 1)), leg(1, C, summary(400e6, 0, 1))], 1)]);
+  assert.equal(reportChartKind(r), 'time-series');
+  const intervals = (base: number) => [0, 1, 2, 3].map((i) => ({ start: i * 0.5, end: (i + 1) * 0.5, bitsPerSecond: (base + i) * 1e6 }));
+  const flow = (flowIndex: number, from: typeof A, base: number) => ({ flowIndex, direction: 'forward', from, to: B, intervals: intervals(base) });
+  const run = { index: 0, status: 'succeeded', point: {}, flows: [flow(0, A, 500), flow(1, C, 400)] } as unknown as Run;
+  const svg = await draw(reportChart(job, [run], r));
+  assert.deepEqual(axisTitles(svg), ['time (s)', 'throughput (Mbit/s)']);
+  const samples = markItems(svg, 'samples', 'symbol');
+  assert.equal(samples.length, 8, 'a symbol per interval per flow');
+  assert.deepEqual(samples.filter((s) => s.flow!.startsWith('flow 1')).map((s) => [num(s['time (s)']), num(s['throughput (Mbit/s)'])]), [[0.5, 400], [1, 401], [1.5, 402], [2, 403]]);
+  assert.equal(markItems(svg, 'lines', 'line').length, 2);
+  assert.match(chartTitle(svg).text, /run 0: A:eth1 -> B:eth1, C:eth1 -> B:eth1/);
+});
+
+test('an A/B comparison: two bars per point with their intervals, and the verdict above them', async () => {
+  const baseline = jobOf('base', { sweep: { bufferLength: [8192, 65536] } });
+  const candidate = jobOf('cand', { engine: 'iperf3', sweep: { bufferLength: [8192, 65536] } } as Partial<JobSpec>);
+  const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6 });
+  const c: Comparison = {
+    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
+    points: [
+      { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', reason: null, environmentFlagged: false },
+      { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', reason: null, environmentFlagged: false },
+    ],
+  };
+  const svg = await draw(comparisonChart(baseline, candidate, c));
+  assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);
+  const bars = markItems(svg, 'bars', 'rect');
+  assert.deepEqual(bars.map((b) => [b.point, b.side, num(b['throughput (Mbit/s)'])]), [
+    ['bufferLength=8192', 'baseline', 500], ['bufferLength=8192', 'candidate', 600], ['bufferLength=65536', 'baseline', 900], ['bufferLength=65536', 'candidate', 905],
+  ]);
+  // t(0.975, 3) = 3.182; sd 10 Mbit/s over sqrt(4): the interval is ±15.9 Mbit/s.
+  const intervals = markItems(svg, 'intervals', 'rule');
+  assert.equal(intervals.length, 4);
+  assert.ok(intervals.every((i) => Math.abs(num(i.high) - num(i['throughput (Mbit/s)']) - 31.82) < 0.05), JSON.stringify(intervals));
+  assert.deepEqual(texts(svg, 'verdicts'), ['better (+20.0%)', 'no significant change (+0.6%)']);
+  assert.match(chartTitle(svg).text, /A:eth1 -> B:eth1/);
+  assert.match(chartTitle(svg).subtitle, /engine builtin vs iperf3/);
+});
