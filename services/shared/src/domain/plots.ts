@@ -46,6 +46,7 @@ function dimensionAxis(d: Dimension, points: SweepPoint[]): DimensionAxis {
     case 'packetSize': return axisOf('datagram payload (B)', 'quantitative', (p) => p.packetSize!);
     case 'streams': return axisOf('parallel streams', 'quantitative', (p) => p.streams!);
     case 'noDelay': return axisOf('TCP_NODELAY', 'ordinal', (p) => String(p.noDelay));
+    case 'direction': return axisOf('direction', 'ordinal', (p) => p.direction!);
     case 'rate': {
       const inPackets = points.some((p) => p.rate && 'packetsPerSecond' in p.rate);
       return inPackets
