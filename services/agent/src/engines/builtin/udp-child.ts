@@ -186,8 +186,8 @@ type Take = (data: Buffer, at: number, length: number, arrival: number) => void;
 function receiveBatched(input: UdpChildInput, take: Take): Receiving | null {
   const socket = BatchSocket.open(input.address, receiveBuffers(input.params));
   if (socket instanceof Error) return null;
-  // One byte more than a datagram: a longer one (not ours) shows as too long rather than cut to size.
-  const slot = Math.max(input.params.udp!.packetSize, HEADER_BYTES) + 1;
+  // A longer datagram (not of this leg) is cut to its slot: only its header is read.
+  const slot = Math.max(input.params.udp!.packetSize, HEADER_BYTES);
   return {
     ready(listening) {
       socket.receive(socket.batch(RECEIVE_BATCH, slot), (batch, count) => {
