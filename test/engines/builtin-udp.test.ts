@@ -8,6 +8,9 @@ import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import { canRun } from '@niclab/shared/domain/engine-rules';
 import type { EngineParams } from '@niclab/shared/domain/task';
+import { bareIperf3Udp, builtinUdp, type UdpLoad, type UdpRun } from '../helpers/udp-loopback.js';
+
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
 const engine = ENGINES.builtin!;
 const udp = (pps: number, extra: Partial<EngineParams> = {}): EngineParams => ({
@@ -33,8 +36,6 @@ async function rcvbufErrors(): Promise<number> {
   return Number(lines[1]!.split(/\s+/)[lines[0]!.split(/\s+/).indexOf('RcvbufErrors')]);
 }
 
-let lastRate: { received: number; dropped: number } | undefined;
-
 test('builtin UDP: paced at the requested rate, every datagram counted at both ends', async () => {
   const dropsBefore = await rcvbufErrors();
   const [sender, receiver] = await pair(udp(5000), 'udp-rate');
@@ -44,10 +45,9 @@ test('builtin UDP: paced at the requested rate, every datagram counted at both e
   assert.equal(sender.udp!.sent, 10_000, '5000 pps for 2 s');
   assert.ok(Math.abs(sender.udp!.achievedPacketsPerSecond! - 5000) / 5000 < 0.01, `achieved ${sender.udp!.achievedPacketsPerSecond} pps`);
   // Every datagram is either counted by the receiver or was dropped in its socket (this host's
-  // UdpRcvbufErrors; nothing else here sends UDP): a starved receiver is issue 16's, below.
+  // UdpRcvbufErrors); whether the receiver keeps up is compared with bare iperf3 -u's below.
   assert.ok(receiver.udp!.received! <= sender.udp!.sent!, `received ${receiver.udp!.received} of ${sender.udp!.sent}`);
   assert.ok(receiver.udp!.received! + dropped >= 9900, `received ${receiver.udp!.received}, dropped in the socket ${dropped}: ${10_000 - receiver.udp!.received! - dropped} unaccounted for`);
-  lastRate = { received: receiver.udp!.received!, dropped };
   assert.equal(receiver.udp!.duplicates, 0);
   assert.ok(receiver.udp!.jitterSeconds! >= 0 && receiver.udp!.jitterSeconds! < 0.01);
   assert.equal(sender.figures!.calls, 10_000, 'a call is a datagram');
@@ -57,9 +57,41 @@ test('builtin UDP: paced at the requested rate, every datagram counted at both e
   assert.ok(sender.figures!.cpuSeconds > 0 && receiver.figures!.cpuSeconds > 0);
 });
 
-test('builtin UDP at 5,000 pps on loopback: the receiver keeps up, nothing dropped in its socket', { todo: 'issue 16: the builtin UDP receiver drops datagrams in its own socket when its process is starved (a loaded machine)' }, () => {
-  assert.ok(lastRate, 'the paced run above took place');
-  assert.ok(lastRate.received >= 9900 && lastRate.dropped === 0, `received ${lastRate.received} of 10000, ${lastRate.dropped} dropped in the socket`);
+/** Rounds of the builtin engine and bare iperf3 -u alternating on loopback at one load. */
+async function alternate(load: UdpLoad, rounds: number) {
+  const runs: { builtin: UdpRun; iperf3: UdpRun }[] = [];
+  for (let i = 0; i < rounds; i++) runs.push({ builtin: await builtinUdp(load, `udp-vs-bare-${i}`), iperf3: await bareIperf3Udp(load) });
+  const show = (r: UdpRun) => `sent ${r.sent}, lost ${r.sent - r.received} (${(r.lossRatio * 100).toFixed(2)}%), sender CPU ${r.senderCpuSeconds.toFixed(2)} s`;
+  return { runs, figures: runs.map((r, i) => `round ${i + 1}: builtin ${show(r.builtin)} | bare iperf3 -u ${show(r.iperf3)}`).join('\n') };
+}
+
+test('builtin UDP at 50,000 pps x 1200 B on loopback loses no more than bare iperf3 -u at the same rate (alternating): its receiver keeps up', async (ctx) => {
+  // Issue 16 measured the builtin losing 7.6-9.3% here in its own receiver's socket, bare
+  // iperf3 -u 0.07-0.09%. Both are asked for the same 4 MiB receive buffer (iperf3 -w).
+  const { runs, figures } = await alternate({ packetsPerSecond: 50_000, packetSize: 1200, seconds: 2, socketBuffer: 4194304 }, 5);
+  ctx.diagnostic(figures);
+  // Per pair (the two ran a moment apart, under the same load), then the median of the pairs.
+  // 1 percentage point: on this shared 2-core machine either tool's receiver is starved for
+  // tens of ms now and then (bare iperf3 -u has lost 1-5% here at load average 13); the old
+  // receiver lost 5-47% beside bare iperf3's 0-5%.
+  const excess = median(runs.map((r) => r.builtin.lossRatio - r.iperf3.lossRatio));
+  assert.ok(excess <= 0.01, `builtin loss - bare iperf3 -u loss, median of ${runs.length} pairs: ${(excess * 100).toFixed(3)} percentage points\n${figures}`);
+  for (const { builtin: b } of runs) assert.ok(b.receiveBufferBytes! >= 4194304, `the receiver's socket got ${b.receiveBufferBytes} bytes of buffer`);
+});
+
+test('builtin UDP at 10,000 pps x 1200 B on loopback: its sender uses at most twice the CPU of bare iperf3 -u\'s at the same rate (alternating), and sends as many as it on time', async (ctx) => {
+  const { runs, figures } = await alternate({ packetsPerSecond: 10_000, packetSize: 1200, seconds: 2, socketBuffer: 4194304 }, 3);
+  ctx.diagnostic(figures);
+  // Sender CPU from /proc/PID/stat while it sent. Issue 16's sender spun between datagrams: a
+  // whole core (2 s in a 2 s run) where iperf3 -u took 0.1-0.4 s. Twice bare's, per pair then
+  // median, leaves room for ticks of 10 ms and a loaded machine; bench/udp-engine.ts measures the goal of 1.5x.
+  const ratio = median(runs.map((r) => r.builtin.senderCpuSeconds / Math.max(0.02, r.iperf3.senderCpuSeconds)));
+  assert.ok(ratio <= 2, `builtin sender CPU / bare iperf3 -u's: median ${ratio.toFixed(2)}\n${figures}`);
+  // On time: a sender that was off the CPU passes over what it missed rather than burst, so a
+  // loaded host sends fewer; it sends as many as bare iperf3 -u beside it (1%), and says so.
+  const sent = median(runs.map((r) => r.builtin.sent));
+  assert.ok(sent >= median(runs.map((r) => r.iperf3.sent)) * 0.99, `datagrams sent (median): builtin ${sent}\n${figures}`);
+  for (const { builtin: b } of runs) assert.ok(Math.abs(b.achievedPacketsPerSecond / (b.sent / 2) - 1) <= 0.01, `achieved ${b.achievedPacketsPerSecond} pps, sent ${b.sent} in 2 s`);
 });
 
 test('builtin UDP: datagrams of another leg (right magic, real sequence numbers, even its FIN) are ignored', async () => {

@@ -435,7 +435,7 @@ export interface components {
              * @default 131072
              */
             bufferLength: number;
-            /** @description SO_SNDBUF/SO_RCVBUF bytes (nttcp -w, iperf -w). */
+            /** @description SO_SNDBUF/SO_RCVBUF bytes (nttcp -w, iperf -w). Unset, each end keeps the kernel default, except the builtin engine's UDP receiver, which asks for 4 MiB of receive buffer (capped at net.core.rmem_max; diagnostics.*.socketBuffers says what the kernel gave). */
             socketBuffer?: number;
             /**
              * @description Parallel connections per flow (iperf -P).

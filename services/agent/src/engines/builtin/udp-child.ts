@@ -13,6 +13,7 @@ import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import { DATA, FIN, HEADER_BYTES, MAGIC } from './udp-format.js';
+import { BatchSocket } from './udp-batch.js';
 
 export interface UdpChildInput {
   role: 'sender' | 'receiver';
@@ -37,11 +38,30 @@ const MAX_QUEUED = 2048;
 const END_GRACE_MS = 20;
 /** At most this many datagrams are sent in one turn of the event loop. */
 const TURN_MAX = 256;
+/** A sender behind its schedule catches up at most this many times its rate. */
+const CATCH_UP = 2;
+/** Bursts' worth of header writes a sender runs before it starts, so its code is compiled. */
+const WARM_TURNS = 200;
+/** The pacing timer's tick, ms (iperf3's --pacing-timer is 1000 µs). */
+const PACING_MS = 1;
 
 const nowMicros = () => (performance.timeOrigin + performance.now()) * 1000;
 
-function open(address: string, params: EngineParams): Socket {
-  return createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4', ...(params.socketBuffer ? { recvBufferSize: params.socketBuffer, sendBufferSize: params.socketBuffer } : {}) });
+/**
+ * A receiver asks for this much receive buffer when the spec names no socketBuffer: a burst
+ * of datagrams that arrives while its process waits for the CPU waits in the socket, not in
+ * UdpRcvbufErrors. The kernel caps it at net.core.rmem_max; socketBuffers reports what it gave.
+ */
+const RECEIVE_BUFFER = 4 * 1024 * 1024;
+
+/** The buffers a receiver asks for: the spec's socketBuffer, else RECEIVE_BUFFER to receive. */
+function receiveBuffers(params: EngineParams): { receive?: number; send?: number } {
+  return params.socketBuffer ? { receive: params.socketBuffer, send: params.socketBuffer } : { receive: RECEIVE_BUFFER };
+}
+
+function open(address: string, params: EngineParams, role: UdpChildInput['role']): Socket {
+  const asked = role === 'receiver' ? receiveBuffers(params) : { receive: params.socketBuffer, send: params.socketBuffer };
+  return createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4', ...(asked.receive ? { recvBufferSize: asked.receive } : {}), ...(asked.send ? { sendBufferSize: asked.send } : {}) });
 }
 
 function buffers(socket: Socket) {
@@ -81,11 +101,13 @@ class DelayHistogram {
   }
 }
 
+/** Datagrams a receiver reads per recvmmsg. */
+const RECEIVE_BATCH = 64;
+
 function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
   const { duration, interval } = input.params;
   return new Promise((resolve, reject) => {
-    const socket = open(input.address, input.params);
     let seen = new Uint8Array(1 << 16);
     let received = 0;
     let duplicates = 0;
@@ -98,23 +120,25 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let lastAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
     let giveUp: NodeJS.Timeout | undefined;
+    let finished = false;
     const sampler = new IntervalSampler(interval, () => received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
     const finish = () => {
+      if (finished) return;
+      finished = true;
       clearTimeout(giveUp);
       const result: UdpChildResult = {
         figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: sampler.finish(lastAt),
         udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6, ...(received > 0 ? { oneWayDelaySeconds: delay.summary() } : {}) },
-        socketBuffers: buffers(socket),
+        socketBuffers: transport.buffers(),
       };
-      socket.close();
+      transport.close();
       resolve(result);
     };
-    socket.on('error', reject);
-    socket.on('message', (message: Buffer) => {
-      if (message.length < HEADER_BYTES || message.readUInt32BE(0) !== MAGIC || message.readUInt32BE(4) !== input.token) return;
-      if (message.readUInt32BE(8) === FIN) return finish();
-      const arrival = performance.now();
+    /** Counts one datagram (`length` bytes at `at` in `data`), read at `arrival` (performance.now()). */
+    const take = (data: Buffer, at: number, length: number, arrival: number) => {
+      if (finished || length < HEADER_BYTES || data.readUInt32BE(at) !== MAGIC || data.readUInt32BE(at + 4) !== input.token) return;
+      if (data.readUInt32BE(at + 8) === FIN) return finish();
       if (firstAt === 0) {
         firstAt = arrival;
         cpu = process.cpuUsage();
@@ -123,7 +147,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
         giveUp = setTimeout(finish, (duration + 2) * 1000);
       }
       lastAt = arrival;
-      const seq = message.readDoubleBE(12);
+      const seq = data.readDoubleBE(at + 12);
       if (seq >= seen.length * 8) {
         const grown = new Uint8Array(Math.max(seen.length * 2, Math.ceil((seq + 1) / 8)));
         grown.set(seen);
@@ -140,19 +164,127 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       if (seq < highest) outOfOrder += 1;
       else highest = seq;
       // RFC 3550 interarrival jitter, in µs: J += (|D| - J) / 16.
-      const transit = (performance.timeOrigin + arrival) * 1000 - message.readDoubleBE(20);
+      const transit = (performance.timeOrigin + arrival) * 1000 - data.readDoubleBE(at + 20);
       if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
       lastTransit = transit;
       delay.add(transit);
-    });
-    socket.bind({ address: input.address, port: 0 }, () => send({ type: 'ready', port: socket.address().port }));
+    };
+    const transport = receiveBatched(input, take) ?? receiveDgram(input, take, reject);
+    transport.ready((port) => send({ type: 'ready', port }));
   });
 }
 
-async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
+interface Receiving {
+  ready(listening: (port: number) => void): void;
+  buffers(): { sendBytes: number; receiveBytes: number };
+  close(): void;
+}
+
+type Take = (data: Buffer, at: number, length: number, arrival: number) => void;
+
+/** recvmmsg: every datagram waiting in the socket, RECEIVE_BATCH per call, when it is readable. Null where it cannot load. */
+function receiveBatched(input: UdpChildInput, take: Take): Receiving | null {
+  const socket = BatchSocket.open(input.address, receiveBuffers(input.params));
+  if (socket instanceof Error) return null;
+  // A longer datagram (not of this leg) is cut to its slot: only its header is read.
+  const slot = Math.max(input.params.udp!.packetSize, HEADER_BYTES);
+  return {
+    ready(listening) {
+      socket.receive(socket.batch(RECEIVE_BATCH, slot), (batch, count) => {
+        const arrival = performance.now();
+        for (let i = 0; i < count; i++) take(batch.data, i * slot, batch.length(i), arrival);
+      });
+      listening(socket.port());
+    },
+    buffers: () => socket.buffers(),
+    close: () => socket.close(),
+  };
+}
+
+/** Node's dgram, a datagram an event: where batched receive cannot load. */
+function receiveDgram(input: UdpChildInput, take: Take, reject: (error: Error) => void): Receiving {
+  const socket = open(input.address, input.params, 'receiver');
+  socket.on('error', reject);
+  socket.on('message', (message: Buffer) => take(message, 0, message.length, performance.now()));
+  return {
+    ready: (listening) => socket.bind({ address: input.address, port: 0 }, () => listening(socket.address().port)),
+    buffers: () => buffers(socket),
+    close: () => socket.close(),
+  };
+}
+
+/** How a sender puts datagrams on the wire. */
+interface Sending {
+  /** Sends datagrams `from` to `from + count - 1` now; how many the kernel took (fewer: its queue is full). */
+  burst(from: number, count: number): number;
+  /** Sends one FIN. */
+  fin(): Promise<void>;
+  /** Runs the burst's code once without sending, so the first real bursts are not slow (cold code). */
+  warm(): void;
+  /** Waits for sends still in flight; the error that ends the run (the peer's port is closed), if any. */
+  settle(sent: number): Promise<Error | null>;
+  buffers(): { sendBytes: number; receiveBytes: number };
+  close(): void;
+}
+
+/** Writes a datagram's header at `at` in `into`. */
+function writeHeader(into: Buffer, at: number, token: number, kind: number, seq: number): void {
+  into.writeUInt32BE(MAGIC, at);
+  into.writeUInt32BE(token, at + 4);
+  into.writeUInt32BE(kind, at + 8);
+  into.writeDoubleBE(seq, at + 12);
+  into.writeDoubleBE(nowMicros(), at + 20);
+}
+
+/** sendmmsg: a burst is one system call, its datagrams written in place in one Buffer. Null where it cannot load. */
+function sendBatched(input: UdpChildInput): Sending | null {
+  const socket = BatchSocket.open(input.address, input.params.socketBuffer ? { receive: input.params.socketBuffer, send: input.params.socketBuffer } : {});
+  if (socket instanceof Error) return null;
+  try {
+    socket.connect(input.peer!.address, input.peer!.port);
+  } catch (error) {
+    socket.close();
+    throw error;
+  }
+  const batch = socket.batch(TURN_MAX, Math.max(input.params.udp!.packetSize, HEADER_BYTES));
+  let calls = 0;
+  let failedCalls = 0;
+  let failure: Error | null = null;
+  const call = (count: number) => {
+    calls += 1;
+    try {
+      return socket.send(batch, count);
+    } catch (error) {
+      // A connected socket hears of ICMP port unreachable as ECONNREFUSED on its next call.
+      failedCalls += 1;
+      failure = error as Error;
+      return 0;
+    }
+  };
+  return {
+    burst(from, count) {
+      for (let i = 0; i < count; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, DATA, from + i);
+      return call(count);
+    },
+    async fin() {
+      writeHeader(batch.data, 0, input.token, FIN, 0);
+      call(1);
+    },
+    warm() {
+      for (let i = 0; i < TURN_MAX; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, DATA, i);
+      socket.send(batch, 0);
+    },
+    // Every other call refused: nobody listens there.
+    settle: async () => (failure && failedCalls * 3 >= calls ? failure : null),
+    buffers: () => socket.buffers(),
+    close: () => socket.close(),
+  };
+}
+
+/** Node's dgram, a call and a callback per datagram: where batched sends cannot load. */
+async function sendDgram(input: UdpChildInput): Promise<Sending> {
   const { packetSize } = input.params.udp!;
-  const pps = udpPacketsPerSecond(input.params.udp!);
-  const socket = open(input.address, input.params);
+  const socket = open(input.address, input.params, 'sender');
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
     socket.bind({ address: input.address, port: 0 }, () => socket.connect(input.peer!.port, input.peer!.address, () => {
@@ -165,26 +297,15 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   socket.on('error', (error) => {
     asyncError ??= error;
   });
-  const header = (kind: number, seq: number) => {
-    const packet = Buffer.alloc(Math.max(packetSize, HEADER_BYTES));
-    packet.writeUInt32BE(MAGIC, 0);
-    packet.writeUInt32BE(input.token, 4);
-    packet.writeUInt32BE(kind, 8);
-    packet.writeDoubleBE(seq, 12);
-    packet.writeDoubleBE(nowMicros(), 20);
-    return packet;
+  // A datagram is its header and one shared, never-written padding: nothing of packetSize is
+  // allocated or zeroed per datagram.
+  const padding = Buffer.alloc(Math.max(0, packetSize - HEADER_BYTES));
+  const datagram = (kind: number, seq: number) => {
+    const head = Buffer.allocUnsafe(HEADER_BYTES);
+    writeHeader(head, 0, input.token, kind, seq);
+    return padding.length > 0 ? [head, padding] : [head];
   };
-  const wait = (input.startAt ?? 0) - Date.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  const cpu = process.cpuUsage();
-  const t0 = performance.now();
-  const total = Math.round(pps * input.params.duration);
-  // Datagrams due before the end still go out if the sender is a moment late (a GC pause);
-  // a sender that is persistently behind stops here and its achieved rate says so.
-  const endAt = t0 + input.params.duration * 1000 + END_GRACE_MS;
-  let sent = 0;
   let pending = 0;
-  let lastSentAt = t0;
   let failed = 0;
   let failure: (Error & { code?: string }) | null = null;
   const done = (error: Error | null) => {
@@ -194,47 +315,97 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
       failure = error;
     }
   };
-  // Each turn sends the datagrams due by now (up to TURN_MAX): the rate holds, the gaps stay short.
-  await new Promise<void>((resolve) => {
-    const turn = () => {
-      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * pps) + 1);
-      // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
-      const limit = Math.min(due, sent + TURN_MAX);
-      while (sent < limit) {
-        if ((sent & 63) === 0 && performance.now() >= endAt) break;
+  return {
+    burst(from, count) {
+      let i = 0;
+      for (; i < count; i++) {
         if (socket.getSendQueueCount() > MAX_QUEUED) break; // the kernel is behind: wait a turn
         pending += 1;
-        socket.send(header(DATA, sent), done);
-        sent += 1;
-        lastSentAt = performance.now();
+        socket.send(datagram(DATA, from + i), done);
       }
+      return i;
+    },
+    fin: () => new Promise<void>((resolve) => socket.send(datagram(FIN, 0), () => resolve())),
+    warm() {
+      for (let i = 0; i < TURN_MAX; i++) datagram(DATA, i);
+    },
+    async settle(sent) {
+      while (pending > 0) await new Promise((r) => setImmediate(r));
+      // A connected UDP socket hears of a closed port (ICMP) as ECONNREFUSED on later sends.
+      if (failure && failed >= sent / 2) return failure;
+      if (asyncError && sent === 0) return asyncError;
+      return null;
+    },
+    buffers: () => buffers(socket),
+    close: () => {
+      // After the receiver has its FIN it closes; the ICMP our later FINs draw is expected.
+      if (asyncError && asyncError.code !== 'ECONNREFUSED') throw asyncError;
+      socket.close();
+    },
+  };
+}
+
+async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
+  const { packetSize } = input.params.udp!;
+  const pps = udpPacketsPerSecond(input.params.udp!);
+  const sending = sendBatched(input) ?? (await sendDgram(input));
+  // Cold, the first bursts ran interpreted: at 50k pps on a loaded host the sender fell 200 ms
+  // behind in its first quarter second and caught up in bursts its receiver could not hold.
+  for (let i = 0; i < WARM_TURNS; i++) sending.warm();
+  const wait = (input.startAt ?? 0) - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  const total = Math.round(pps * input.params.duration);
+  // Datagrams due before the end still go out if the sender is a moment late (a GC pause);
+  // a sender that is persistently behind stops here and its achieved rate says so.
+  const endAt = t0 + input.params.duration * 1000 + END_GRACE_MS;
+  let sent = 0;
+  let lastTurnAt = t0;
+  let lastSentAt = t0;
+  // iperf3's pacing: a timer wakes the sender every PACING_MS and it sends, in one burst, the
+  // datagrams due by then (half a tick ahead, so a 100 ms window is off by at most half a tick
+  // either way). Between bursts the process sleeps: the CPU stays with the receiver and the
+  // kernel, where spinning until the next datagram (setImmediate) took a whole core.
+  await new Promise<void>((resolve) => {
+    const turn = () => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor(((now - t0 + PACING_MS / 2) / 1000) * pps) + 1);
+      // A sender that was off the CPU catches up at most CATCH_UP times the rate, not in one
+      // burst that its receiver's socket (or a shaper) cannot hold.
+      const allowed = Math.ceil((CATCH_UP * pps * Math.max(PACING_MS, now - lastTurnAt)) / 1000);
+      lastTurnAt = now;
+      // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
+      const count = Math.min(due - sent, allowed, TURN_MAX);
+      const went = count > 0 && now < endAt ? sending.burst(sent, count) : 0;
+      sent += went;
+      const after = performance.now();
+      if (went > 0) lastSentAt = after;
       // The run lasts `duration`, as rude's does: a host that falls behind sends fewer, and its
       // achieved rate says so, rather than stretching the run.
-      if (sent >= total || performance.now() >= endAt) return resolve();
-      // Sleep when the next datagram is far off; spin (setImmediate) when it is close, for precision.
-      const ahead = t0 + (sent / pps) * 1000 - performance.now();
-      if (ahead > 2) setTimeout(turn, ahead - 1);
-      else setImmediate(turn);
+      if (sent >= total || after >= endAt) return resolve();
+      // A full turn that went and more due: at once. Otherwise (behind and catching up, the
+      // kernel's queue is full, or nothing is due) sleep until the next is due, at least a tick.
+      if (went === TURN_MAX && sent < due) setImmediate(turn);
+      else setTimeout(turn, Math.max(PACING_MS, t0 + (sent / pps) * 1000 - PACING_MS / 2 - after));
     };
     turn();
   });
-  while (pending > 0) await new Promise((r) => setImmediate(r));
-  // A connected UDP socket hears of a closed port (ICMP) as ECONNREFUSED on later sends.
-  if (failure && failed >= sent / 2) throw failure;
-  if (asyncError && sent === 0) throw asyncError;
-  // From the first send() to the last: libuv sends at once when its queue is empty, and the
-  // callbacks (waited for above, for their errors) run late behind this busy loop.
+  const failure = await sending.settle(sent);
+  if (failure) {
+    sending.close();
+    throw failure;
+  }
+  // From the first datagram to the last burst: the rate the sender achieved.
   const realSeconds = (lastSentAt - t0) / 1000;
   const cpuUsed = cpuSeconds(cpu);
   // Several FINs: any one of them ends the receiver; losing all of them only delays it.
   for (let i = 0; i < 5; i++) {
-    await new Promise<void>((resolve) => socket.send(header(FIN, 0), () => resolve()));
+    await sending.fin();
     await new Promise((r) => setTimeout(r, 10));
   }
-  // After the receiver has its FIN it closes; the ICMP our later FINs draw is expected.
-  if (asyncError && (asyncError as { code?: string }).code !== 'ECONNREFUSED') throw asyncError;
-  const socketBuffers = buffers(socket);
-  socket.close();
+  const socketBuffers = sending.buffers();
+  sending.close();
   return {
     figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
     intervals: [],

@@ -1,0 +1,215 @@
+/**
+ * A UDP socket that sends and receives many datagrams per system call (sendmmsg, recvmmsg),
+ * through libc via koffi, as sockopt.ts does for TCP. Node's dgram costs a call, a Buffer and
+ * an event per datagram; at 50k pps that starved the receiver until its socket overflowed.
+ * Here a batch lives in one preallocated Buffer: nothing is allocated per datagram. Linux on
+ * a 64-bit CPU only (the struct layouts below); `openBatchSocket` returns an Error elsewhere,
+ * and the engine falls back to dgram.
+ */
+import { createRequire } from 'node:module';
+import { isIPv6 } from 'node:net';
+
+const AF_INET = 2;
+const AF_INET6 = 10;
+const SOCK_DGRAM = 2;
+const SOCK_NONBLOCK = 0o4000;
+const SOCK_CLOEXEC = 0o2000000;
+const SOL_SOCKET = 1;
+const SO_SNDBUF = 7;
+const SO_RCVBUF = 8;
+const MSG_DONTWAIT = 0x40;
+const EAGAIN = 11;
+/** struct mmsghdr: a struct msghdr (56 bytes: name, namelen, iov, iovlen, control, controllen, flags) and msg_len. */
+const MMSGHDR = 64;
+const MSG_IOV = 16;
+const MSG_IOVLEN = 24;
+const MSG_LEN = 56;
+/** struct iovec: base, len. */
+const IOVEC = 16;
+
+interface Libc {
+  socket(domain: number, type: number, protocol: number): number;
+  bind(fd: number, address: Buffer, length: number): number;
+  connect(fd: number, address: Buffer, length: number): number;
+  getsockname(fd: number, address: Buffer, length: number[]): number;
+  setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number;
+  getsockopt(fd: number, level: number, name: number, value: Buffer, length: number[]): number;
+  inet_pton(family: number, text: string, out: Buffer): number;
+  recvmmsg(fd: number, messages: Buffer, count: number, flags: number, timeout: null): number;
+  sendmmsg(fd: number, messages: Buffer, count: number, flags: number): number;
+  close(fd: number): number;
+}
+
+interface Koffi {
+  errno(): number;
+  address(value: unknown): bigint;
+  node: { poll(fd: number, options: { readable: boolean }, callback: () => void): { stop(): void; close(): void } };
+}
+
+let loaded: { libc: Libc; koffi: Koffi } | Error | undefined;
+
+function load(): { libc: Libc; koffi: Koffi } | Error {
+  if (loaded) return loaded;
+  try {
+    if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) throw new Error(`struct layouts known for 64-bit Linux only, not ${process.platform}/${process.arch}`);
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const lib = koffi.load('libc.so.6');
+    const libc: Libc = {
+      socket: lib.func('int socket(int, int, int)'),
+      bind: lib.func('int bind(int, const void *, uint32_t)'),
+      connect: lib.func('int connect(int, const void *, uint32_t)'),
+      getsockname: lib.func('int getsockname(int, _Out_ void *, _Inout_ uint32_t *)'),
+      setsockopt: lib.func('int setsockopt(int, int, int, const void *, uint32_t)'),
+      getsockopt: lib.func('int getsockopt(int, int, int, _Out_ void *, _Inout_ uint32_t *)'),
+      inet_pton: lib.func('int inet_pton(int, const char *, _Out_ void *)'),
+      recvmmsg: lib.func('int recvmmsg(int, void *, unsigned int, int, void *)'),
+      sendmmsg: lib.func('int sendmmsg(int, void *, unsigned int, int)'),
+      close: lib.func('int close(int)'),
+    } as unknown as Libc;
+    loaded = { libc, koffi: koffi as unknown as Koffi };
+  } catch (error) {
+    loaded = new Error(`no batched UDP on this host: ${(error as Error).message}`);
+  }
+  return loaded;
+}
+
+/** A sockaddr_in or sockaddr_in6 for address:port. */
+function sockaddr(libc: Libc, address: string, port: number): Buffer {
+  const v6 = isIPv6(address);
+  const out = Buffer.alloc(v6 ? 28 : 16);
+  out.writeUInt16LE(v6 ? AF_INET6 : AF_INET, 0);
+  out.writeUInt16BE(port, 2);
+  if (libc.inet_pton(v6 ? AF_INET6 : AF_INET, address, out.subarray(v6 ? 8 : 4)) !== 1) throw new Error(`not an address: ${address}`);
+  return out;
+}
+
+/**
+ * `count` slots of `slotBytes` each in one Buffer, and the mmsghdr array whose iovecs point at
+ * them. The Buffers are kept here, so the addresses stay valid as long as the batch lives.
+ */
+class Batch {
+  readonly data: Buffer;
+  readonly headers: Buffer;
+  private readonly iovecs: Buffer;
+
+  constructor(koffi: Koffi, readonly count: number, readonly slotBytes: number) {
+    this.data = Buffer.alloc(count * slotBytes);
+    this.iovecs = Buffer.alloc(count * IOVEC);
+    this.headers = Buffer.alloc(count * MMSGHDR);
+    const data = koffi.address(this.data);
+    const iovecs = koffi.address(this.iovecs);
+    for (let i = 0; i < count; i++) {
+      this.iovecs.writeBigUInt64LE(data + BigInt(i * slotBytes), i * IOVEC);
+      this.iovecs.writeBigUInt64LE(BigInt(slotBytes), i * IOVEC + 8);
+      this.headers.writeBigUInt64LE(iovecs + BigInt(i * IOVEC), i * MMSGHDR + MSG_IOV);
+      this.headers.writeBigUInt64LE(1n, i * MMSGHDR + MSG_IOVLEN);
+    }
+  }
+
+  /** The length of message i as recvmmsg wrote it. */
+  length(i: number): number {
+    return this.headers.readUInt32LE(i * MMSGHDR + MSG_LEN);
+  }
+}
+
+export class BatchSocket {
+  private closed = false;
+  private poller: { stop(): void; close(): void } | undefined;
+
+  private constructor(private readonly libc: Libc, private readonly koffi: Koffi, private readonly fd: number) {}
+
+  /** A non-blocking UDP socket bound to address:0, with SO_RCVBUF/SO_SNDBUF asked for where given. */
+  static open(address: string, buffers: { receive?: number; send?: number }): BatchSocket | Error {
+    const lib = load();
+    if (lib instanceof Error) return lib;
+    const { libc, koffi } = lib;
+    const fd = libc.socket(isIPv6(address) ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return new Error(`socket() failed (errno ${koffi.errno()})`);
+    const socket = new BatchSocket(libc, koffi, fd);
+    try {
+      if (buffers.receive) socket.set(SO_RCVBUF, buffers.receive);
+      if (buffers.send) socket.set(SO_SNDBUF, buffers.send);
+      const local = sockaddr(libc, address, 0);
+      if (libc.bind(fd, local, local.length) !== 0) throw new Error(`bind(${address}) failed (errno ${koffi.errno()})`);
+    } catch (error) {
+      socket.close();
+      throw error;
+    }
+    return socket;
+  }
+
+  private set(name: number, bytes: number): void {
+    const value = Buffer.alloc(4);
+    value.writeInt32LE(bytes);
+    if (this.libc.setsockopt(this.fd, SOL_SOCKET, name, value, 4) !== 0) throw new Error(`setsockopt(${name === SO_RCVBUF ? 'SO_RCVBUF' : 'SO_SNDBUF'}, ${bytes}) failed (errno ${this.koffi.errno()})`);
+  }
+
+  private get(name: number): number {
+    const value = Buffer.alloc(4);
+    if (this.libc.getsockopt(this.fd, SOL_SOCKET, name, value, [4]) !== 0) throw new Error('getsockopt failed');
+    return value.readInt32LE();
+  }
+
+  /** The port the socket is bound to. */
+  port(): number {
+    const out = Buffer.alloc(28);
+    if (this.libc.getsockname(this.fd, out, [out.length]) !== 0) throw new Error('getsockname failed');
+    return out.readUInt16BE(2);
+  }
+
+  connect(address: string, port: number): void {
+    const peer = sockaddr(this.libc, address, port);
+    if (this.libc.connect(this.fd, peer, peer.length) !== 0) throw Object.assign(new Error(`connect(${address}:${port}) failed`), { code: errnoCode(this.koffi.errno()) });
+  }
+
+  /** The effective SO_SNDBUF/SO_RCVBUF, read back from the kernel. */
+  buffers(): { sendBytes: number; receiveBytes: number } {
+    return { sendBytes: this.get(SO_SNDBUF), receiveBytes: this.get(SO_RCVBUF) };
+  }
+
+  /** A batch of `count` datagrams of at most `slotBytes` each, for send and receive. */
+  batch(count: number, slotBytes: number): Batch {
+    return new Batch(this.koffi, count, slotBytes);
+  }
+
+  /**
+   * Whenever the socket is readable, reads every datagram waiting in it, a batch per
+   * recvmmsg, and hands each batch over (`count` messages in `batch`).
+   */
+  receive(batch: Batch, onBatch: (batch: Batch, count: number) => void): void {
+    this.poller = this.koffi.node.poll(this.fd, { readable: true }, () => {
+      for (;;) {
+        if (this.closed) return;
+        const count = this.libc.recvmmsg(this.fd, batch.headers, batch.count, MSG_DONTWAIT, null);
+        if (count <= 0) return; // EAGAIN: drained
+        onBatch(batch, count);
+        if (count < batch.count) return;
+      }
+    });
+  }
+
+  /**
+   * Sends the first `count` slots of `batch` (each its whole slot) in one sendmmsg. Returns how
+   * many went; 0 when the kernel's queue is full (EAGAIN); throws with the errno's code on an
+   * error of the first datagram (ECONNREFUSED after the peer's port closed).
+   */
+  send(batch: Batch, count: number): number {
+    const sent = this.libc.sendmmsg(this.fd, batch.headers, count, 0);
+    if (sent >= 0) return sent;
+    const errno = this.koffi.errno();
+    if (errno === EAGAIN) return 0;
+    throw Object.assign(new Error(`sendmmsg failed: ${errnoCode(errno)}`), { code: errnoCode(errno) });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.poller?.stop();
+    this.poller?.close();
+    this.libc.close(this.fd);
+  }
+}
+
+function errnoCode(errno: number): string {
+  return ({ 11: 'EAGAIN', 111: 'ECONNREFUSED', 113: 'EHOSTUNREACH', 101: 'ENETUNREACH', 110: 'ETIMEDOUT' } as Record<number, string>)[errno] ?? `errno ${errno}`;
+}
