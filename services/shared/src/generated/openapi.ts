@@ -403,7 +403,17 @@ export interface components {
         } | {
             bitsPerSecond: number;
         };
-        /** @description What to measure. Omitted fields take their defaults, which the stored job shows. */
+        /**
+         * @description What to measure. Omitted fields take their defaults, which the stored job shows.
+         *
+         *     The rules between fields are stated in `allOf` below, each with the sentence a refusal
+         *     gives (`x-niclab-rule`). Three rules JSON Schema cannot state are checked by the server
+         *     alone: adaptive `repeat.min` at most `repeat.max`, `interval` at most `duration`, and at
+         *     most 10,000 runs per job (the sweep's cartesian product times `repeat`, or `repeat.max`).
+         *     Beyond the schema, a submission is refused only for the live inventory: an agent
+         *     unknown or offline, an interface missing, down or without an address, an engine its
+         *     agent cannot run (with the agent's reason), and a token's limits.
+         */
         JobSpec: {
             /** @default builtin */
             engine: components["schemas"]["Engine"];
@@ -498,14 +508,26 @@ export interface components {
             tuning?: {
                 mtu?: number;
                 txqueuelen?: number;
+                /** @description The sysctls a job may set (socket buffers and TCP behaviour), as the values `sysctl -w` takes. */
                 sysctl?: {
                     [key: string]: string;
                 };
+                /** @description Offloads (`ethtool -K`) on or off, and ring sizes (`ethtool -G`). */
                 ethtool?: {
-                    [key: string]: string | number | boolean;
+                    tso?: components["schemas"]["OnOff"];
+                    gso?: components["schemas"]["OnOff"];
+                    gro?: components["schemas"]["OnOff"];
+                    lro?: components["schemas"]["OnOff"];
+                    sg?: components["schemas"]["OnOff"];
+                    rx?: components["schemas"]["OnOff"];
+                    tx?: components["schemas"]["OnOff"];
+                    "rx-ring"?: number;
+                    "tx-ring"?: number;
                 };
             };
-        };
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
+        OnOff: boolean | ("on" | "off");
         RepeatSummary: {
             n: number;
             mean: number;
@@ -650,15 +672,23 @@ export interface components {
         };
         /** @description Lower-case letters, digits, `.`, `_`, `-`; also the `schedule` label of its jobs and metrics. */
         ScheduleName: string;
+        /** @description Exactly one of `cron` and `everySeconds`; `timezone` only with `cron`. */
         ScheduleInput: {
             name: components["schemas"]["ScheduleName"];
-            /** @description Cron expression (5 fields, or 6 with seconds), e.g. `0 2 * * *`. */
+            /**
+             * @description Cron expression: 5 fields (minute, hour, day of month, month, day of week), or 6 with
+             *     seconds first, e.g. `0 2 * * *`. Each field is a list of `*`, values and ranges, each
+             *     with an optional `/step`; day of month may instead be `?` or `L` alone, day of week
+             *     `?`, `5L` or `1#2` alone. Two rules the pattern cannot state are the server's: a range runs from low
+             *     to high (`5-3` is refused), and a day of month named with its month must occur in it
+             *     (`0 0 30 2 *` is refused).
+             */
             cron?: string;
-            /** @description IANA time zone of the cron expression (default UTC). */
+            /** @description IANA time zone of the cron expression (default UTC), given with `cron` only. The server refuses a name its time zone database does not know. */
             timezone?: string;
             everySeconds?: number;
             spec: components["schemas"]["JobSpec"];
-        };
+        } & (unknown & unknown);
         Schedule: {
             name: components["schemas"]["ScheduleName"];
             /** @description The token that created it; its firings are its jobs. Only it, or an admin token, may pause, resume or delete it. */
