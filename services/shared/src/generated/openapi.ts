@@ -90,7 +90,12 @@ export interface paths {
          * @description Events: `status` (first the job's current status, then every change), `progress`
          *     (runs done/total), `run` (each run's summary as it ends) and `interval` (a receiver's
          *     interval sample as it is taken; builtin engine). The stream ends after the job's final
-         *     status. Each event's `data` is JSON with a `type` field equal to the event name.
+         *     status.
+         *
+         *     Each event is framed as `event: TYPE`, one `data:` line of JSON and a blank line; lines
+         *     starting with `:` are keep-alives. The data's `type` equals the event's name, and the
+         *     data of each type is the schema `JobEvent` names for it (`JobStatusEvent`,
+         *     `JobProgressEvent`, `JobRunEvent`, `JobIntervalEvent`).
          */
         get: operations["getJobEvents"];
         put?: never;
@@ -831,6 +836,57 @@ export interface components {
             txErrors: number;
             rxDropped: number;
             txDropped: number;
+        };
+        /** @description The data of one event of `GET /v1/jobs/{id}/events`, by its `type` (the event's name). */
+        JobEvent: components["schemas"]["JobStatusEvent"] | components["schemas"]["JobProgressEvent"] | components["schemas"]["JobRunEvent"] | components["schemas"]["JobIntervalEvent"];
+        /** @description The job's status, first as it is when the stream opens, then at every change. */
+        JobStatusEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "status";
+            status: components["schemas"]["JobStatus"];
+            progress: {
+                runsDone: number;
+                runsTotal: number;
+            };
+            error: null | components["schemas"]["Error"];
+        };
+        /** @description Runs finished (succeeded or failed) and runs the job will make, after each run. */
+        JobProgressEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "progress";
+            runsDone: number;
+            runsTotal: number;
+        };
+        /** @description A run's summary as it ends, as `GET /v1/results` lists it. */
+        JobRunEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run";
+            run: components["schemas"]["RunSummary"];
+        };
+        /** @description A receiver's interval sample as it is taken (builtin engine), for one leg of a run. */
+        JobIntervalEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "interval";
+            runId: components["schemas"]["Id"];
+            /** @description The leg of the run (a flow, or one direction of a bidir flow). */
+            leg: number;
+            /** @constant */
+            role: "receiver";
+            agent: components["schemas"]["AgentId"];
+            interface: components["schemas"]["InterfaceName"];
+            interval: components["schemas"]["Interval"];
         };
         Interval: {
             /** @description Seconds since the first byte. */
