@@ -148,7 +148,7 @@ test('a rate search through the API: defaults stored, trials are runs at their o
   assert.match(await refused({ target: 'ndr' }), /body\.search\.max: is required: camp:lo reports no link speed/);
   assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 } }, { repeat: 3 }), /body\.repeat/);
   assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 }, lossRatio: 0.01 }), /body\.search\.lossRatio: applies to target "pdr" only/);
-  assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 } }, { protocol: 'tcp', udp: undefined }), /body\.search: applies to protocol "udp" only/);
+  assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 } }, { protocol: 'tcp', udp: undefined }), /body\.protocol: applies to protocol "udp" only/);
 });
 
 test('a swept direction runs each flow one way, the other way, and both, in one job', async () => {

@@ -90,7 +90,12 @@ export interface paths {
          * @description Events: `status` (first the job's current status, then every change), `progress`
          *     (runs done/total), `run` (each run's summary as it ends) and `interval` (a receiver's
          *     interval sample as it is taken; builtin engine). The stream ends after the job's final
-         *     status. Each event's `data` is JSON with a `type` field equal to the event name.
+         *     status.
+         *
+         *     Each event is framed as `event: TYPE`, one `data:` line of JSON and a blank line; lines
+         *     starting with `:` are keep-alives. The data's `type` equals the event's name, and the
+         *     data of each type is the schema `JobEvent` names for it (`JobStatusEvent`,
+         *     `JobProgressEvent`, `JobRunEvent`, `JobIntervalEvent`).
          */
         get: operations["getJobEvents"];
         put?: never;
@@ -408,7 +413,19 @@ export interface components {
         } | {
             bitsPerSecond: number;
         };
-        /** @description What to measure. Omitted fields take their defaults, which the stored job shows. */
+        /**
+         * @description What to measure. Omitted fields take their defaults, which the stored job shows.
+         *
+         *     The rules between fields are stated in `allOf` below, each with the sentence a refusal
+         *     gives (`x-niclab-rule`). Four rules JSON Schema cannot state are checked by the server
+         *     alone: adaptive `repeat.min` at most `repeat.max`, `interval` at most `duration`, at
+         *     most 10,000 runs per job (the sweep's cartesian product times `repeat`, or `repeat.max`;
+         *     a search's points times `search.maxTrials`), and a search's `min` at most its `max` at
+         *     every swept size. Beyond the schema, a submission is refused only for the live
+         *     inventory: an agent unknown or offline, an interface missing, down or without an
+         *     address, an engine its agent cannot run (with the agent's reason), a search without
+         *     `max` whose sender reports no link speed, and a token's limits.
+         */
         JobSpec: {
             /** @default builtin */
             engine: components["schemas"]["Engine"];
@@ -506,14 +523,26 @@ export interface components {
             tuning?: {
                 mtu?: number;
                 txqueuelen?: number;
+                /** @description The sysctls a job may set (socket buffers and TCP behaviour), as the values `sysctl -w` takes. */
                 sysctl?: {
                     [key: string]: string;
                 };
+                /** @description Offloads (`ethtool -K`) on or off, and ring sizes (`ethtool -G`). */
                 ethtool?: {
-                    [key: string]: string | number | boolean;
+                    tso?: components["schemas"]["OnOff"];
+                    gso?: components["schemas"]["OnOff"];
+                    gro?: components["schemas"]["OnOff"];
+                    lro?: components["schemas"]["OnOff"];
+                    sg?: components["schemas"]["OnOff"];
+                    rx?: components["schemas"]["OnOff"];
+                    tx?: components["schemas"]["OnOff"];
+                    "rx-ring"?: number;
+                    "tx-ring"?: number;
                 };
             };
-        };
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
+        OnOff: boolean | ("on" | "off");
         /**
          * @description Search for the highest UDP rate the path carries (RFC 2544 §26.1, binary search), per
          *     sweep point: `ndr` with no datagram lost, `pdr` with at most `lossRatio` lost. Every
@@ -750,15 +779,23 @@ export interface components {
         };
         /** @description Lower-case letters, digits, `.`, `_`, `-`; also the `schedule` label of its jobs and metrics. */
         ScheduleName: string;
+        /** @description Exactly one of `cron` and `everySeconds`; `timezone` only with `cron`. */
         ScheduleInput: {
             name: components["schemas"]["ScheduleName"];
-            /** @description Cron expression (5 fields, or 6 with seconds), e.g. `0 2 * * *`. */
+            /**
+             * @description Cron expression: 5 fields (minute, hour, day of month, month, day of week), or 6 with
+             *     seconds first, e.g. `0 2 * * *`. Each field is a list of `*`, values and ranges, each
+             *     with an optional `/step`; day of month may instead be `?` or `L` alone, day of week
+             *     `?`, `5L` or `1#2` alone. Two rules the pattern cannot state are the server's: a range runs from low
+             *     to high (`5-3` is refused), and a day of month named with its month must occur in it
+             *     (`0 0 30 2 *` is refused).
+             */
             cron?: string;
-            /** @description IANA time zone of the cron expression (default UTC). */
+            /** @description IANA time zone of the cron expression (default UTC), given with `cron` only. The server refuses a name its time zone database does not know. */
             timezone?: string;
             everySeconds?: number;
             spec: components["schemas"]["JobSpec"];
-        };
+        } & (unknown & unknown);
         Schedule: {
             name: components["schemas"]["ScheduleName"];
             /** @description The token that created it; its firings are its jobs. Only it, or an admin token, may pause, resume or delete it. */
@@ -903,6 +940,57 @@ export interface components {
             txErrors: number;
             rxDropped: number;
             txDropped: number;
+        };
+        /** @description The data of one event of `GET /v1/jobs/{id}/events`, by its `type` (the event's name). */
+        JobEvent: components["schemas"]["JobStatusEvent"] | components["schemas"]["JobProgressEvent"] | components["schemas"]["JobRunEvent"] | components["schemas"]["JobIntervalEvent"];
+        /** @description The job's status, first as it is when the stream opens, then at every change. */
+        JobStatusEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "status";
+            status: components["schemas"]["JobStatus"];
+            progress: {
+                runsDone: number;
+                runsTotal: number;
+            };
+            error: null | components["schemas"]["Error"];
+        };
+        /** @description Runs finished (succeeded or failed) and runs the job will make, after each run. */
+        JobProgressEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "progress";
+            runsDone: number;
+            runsTotal: number;
+        };
+        /** @description A run's summary as it ends, as `GET /v1/results` lists it. */
+        JobRunEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run";
+            run: components["schemas"]["RunSummary"];
+        };
+        /** @description A receiver's interval sample as it is taken (builtin engine), for one leg of a run. */
+        JobIntervalEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "interval";
+            runId: components["schemas"]["Id"];
+            /** @description The leg of the run (a flow, or one direction of a bidir flow). */
+            leg: number;
+            /** @constant */
+            role: "receiver";
+            agent: components["schemas"]["AgentId"];
+            interface: components["schemas"]["InterfaceName"];
+            interval: components["schemas"]["Interval"];
         };
         Interval: {
             /** @description Seconds since the first byte. */

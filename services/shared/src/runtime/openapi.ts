@@ -63,6 +63,8 @@ export function createAjv(options: { coerce?: boolean; defaults?: boolean } = {}
     allErrors: true,
     useDefaults: options.defaults ?? false,
     coerceTypes: options.coerce ?? false,
+    // Errors carry the schema that failed, so a rule's own sentence (`x-niclab-rule`) can be the message.
+    verbose: true,
   });
   addFormats(ajv);
   ajv.addSchema({ ...loadOpenApi().doc, $id: DOC_ID });
@@ -105,7 +107,10 @@ export function resolveRef<T>(doc: OpenApiDocument, value: T | { $ref: string })
   return value as T;
 }
 
-/** Turns Ajv's errors into one entry per offending field, e.g. `body.flows[0].from.interface`. */
+/**
+ * Turns Ajv's errors into one entry per offending field, e.g. `body.flows[0].from.interface`.
+ * A rule between fields (`if`/`then` in openapi.yaml) states its refusal in `x-niclab-rule`.
+ */
 export function fieldErrors(errors: ErrorObject[] | null | undefined, root: string): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
@@ -126,6 +131,10 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, root: stri
     } else if (error.keyword === 'enum') {
       message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
     }
+    // A name refused inside propertyNames: the error is the name's, not its object's.
+    if (error.propertyName !== undefined && error.keyword !== 'propertyNames') path += `/${error.propertyName}`;
+    const rule = (error.parentSchema as { 'x-niclab-rule'?: unknown } | undefined)?.['x-niclab-rule'];
+    if (typeof rule === 'string') message = rule;
     const field = root + pointerToPath(path);
     const key = `${field}\u0000${message}`;
     if (seen.has(key)) continue;

@@ -4,16 +4,14 @@
  * are taken. Fire and forget: a listener that is not there misses them, the job is in Redis.
  */
 import type { Redis } from 'ioredis';
-import type { ErrorInfo, Interval, Job, JobStatus, Run } from '../domain/contract.js';
+import type { Job, Run } from '../domain/contract.js';
+import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
-import { summarizeRun, type RunSummary } from './results.js';
+import { summarizeRun } from './results.js';
 import type { JobObserver } from './job-observer.js';
 
-export type JobEvent =
-  | { type: 'status'; status: JobStatus; progress: { runsDone: number; runsTotal: number }; error: ErrorInfo | null }
-  | { type: 'progress'; runsDone: number; runsTotal: number }
-  | { type: 'run'; run: RunSummary }
-  | { type: 'interval'; runId: string; leg: number; role: 'receiver'; agent: string; interface: string; interval: Interval };
+/** One event's data, as openapi.yaml's `JobEvent` states it (`JobStatusEvent`, `JobRunEvent`, ...). */
+export type JobEvent = components['schemas']['JobEvent'];
 
 /**
  * Subscribes `subscriber` (a connection of its own, which then only listens) to every job's
