@@ -32,7 +32,7 @@ describe('rate search on a shaped lab link', { skip: NOT_ROOT }, () => {
       flows: [flow('A', 'B')],
     }, 600_000);
     const { body: report } = await t.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
-    return report.searches[0];
+    return { ...report.searches[0], jobId: job.id };
   };
 
   test('PDR at 0.5% within 2% of the shaper three times over, bare iperf3 agreeing within a 1% step; the NDR at most the PDR', async () => {
@@ -62,9 +62,10 @@ describe('rate search on a shaped lab link', { skip: NOT_ROOT }, () => {
 
     // No loss at all is the stricter target: on a shared host a stalled sender's catch-up burst
     // can cost a datagram below the shaper's rate (bare iperf3 lost 1 of 11,499 at 0.96 of it
-    // here), so the NDR is only held to be at most the PDR and above half the shaper's rate.
+    // at load 15, and 1 of 11,988 at 0.9995 of it), so the NDR is only held to be at most the
+    // PDR and above half the shaper's rate. (Measured: 2,419 pps, 1.008 of the shaper.)
     const ndr = await search({ target: 'ndr', min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.5) } });
-    console.log(`NDR: ${ndr.found?.packetsPerSecond} pps, ${ndr.trials.length} trials`);
+    console.log(`NDR: ${ndr.found?.packetsPerSecond} pps, ${ndr.trials.length} trials\n${await (await fetch(`${t.client.base}/v1/jobs/${ndr.jobId}/report?format=table`)).text()}`);
     assert.ok(ndr.found && ndr.found.packetsPerSecond <= Math.max(...found), `NDR ${JSON.stringify(ndr.found)} vs PDR ${found.join(', ')}`);
   });
 });
