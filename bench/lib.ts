@@ -20,12 +20,14 @@ const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.ur
 /**
  * `niclab api` as a process of its own on core 1, without a coordinator (the API's figures
  * alone), once it answers; the calling benchmark moves itself to core 0. `env` names at
- * least REDIS_URL and NICLAB_PREFIX.
+ * least REDIS_URL and NICLAB_PREFIX. With BENCH_CPU_PROF=<dir> in the benchmark's own
+ * environment, the API writes a CPU profile there when it stops (node --cpu-prof).
  */
-export async function startPinnedApi(env: Record<string, string>): Promise<{ base: string; stop(): void }> {
+export async function startPinnedApi(env: Record<string, string>): Promise<{ base: string; stop(): Promise<void> }> {
   await command('taskset', ['-p', '-c', '0', String(process.pid)]);
   const port = await freePort();
-  const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const api = spawn('taskset', ['-c', '1', process.execPath, ...profile, CLI, 'api'], {
     env: { PATH: process.env.PATH ?? '', NICLAB_LOG_LEVEL: 'warn', ...env, NICLAB_PORT: String(port), NICLAB_COORDINATOR: 'false' },
     stdio: 'inherit',
   });
@@ -36,7 +38,14 @@ export async function startPinnedApi(env: Record<string, string>): Promise<{ bas
     api.kill('SIGTERM');
     throw error;
   }
-  return { base, stop: () => void api.kill('SIGTERM') };
+  const exited = new Promise((resolve) => api.once('exit', resolve));
+  return {
+    base,
+    stop: async () => {
+      api.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 export function median(values: number[]): number {

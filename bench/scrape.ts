@@ -64,7 +64,7 @@ async function fleet(agents: number) {
     try {
       separate = await scrape(`${api.base}/metrics`);
     } finally {
-      api.stop();
+      await api.stop();
     }
     // The same API in this process: client and server then share one event loop.
     const server = createApp(services).listen(0, '127.0.0.1');
