@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { renderLinks } from '@niclab/api/metrics';
+import { renderLinks } from '@niclab/api/exposition';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
 import { startTestRedis } from '../helpers/redis.js';
 import { startStack, testConfig } from '../helpers/stack.js';
