@@ -4,6 +4,8 @@
  * exposition.ts. Only the HTTP request histogram and the process metrics are this replica's
  * own; they alone go through prom-client.
  */
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import type { Queue } from 'bullmq';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
@@ -12,6 +14,8 @@ import type { Leases } from '@niclab/shared/stores/leases';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type MetricStore } from '@niclab/shared/stores/metric-store';
 import { renderFamily, renderLinks } from './exposition.js';
 import { FLEET_FAMILIES, JOB_STATUSES, QUEUE_STATES, type Link, type Snapshot } from './metric-families.js';
+
+const gzip = promisify(gzipCallback);
 
 /** Where a scrape reads the fleet from: the stores, never Redis keys of its own. */
 export interface MetricsSources {
@@ -26,6 +30,8 @@ export interface Metrics {
   registry: Registry;
   /** One scrape: reads Redis once, then renders every metric from that read. */
   render(): Promise<string>;
+  /** One scrape as the response's bytes: the text, or its gzip when the scraper accepts it. */
+  scrape(encoding: 'gzip' | 'identity'): Promise<Buffer>;
   /** Express-independent: call with the route template (e.g. `/v1/jobs/{id}`) when a response ends. */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -64,12 +70,17 @@ export function createMetrics(sources: MetricsSources): Metrics {
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',
     labelNames: ['method', 'route', 'status'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
   });
+  const render = async () => {
+    const [text, snap] = await Promise.all([registry.metrics(), read()]);
+    const fleet = FLEET_FAMILIES.map((family) => renderFamily(family, family.samples(snap)));
+    return `${text}\n${fleet.join('')}${renderLinks(snap.links)}`;
+  };
   return {
     registry,
-    async render() {
-      const [text, snap] = await Promise.all([registry.metrics(), read()]);
-      const fleet = FLEET_FAMILIES.map((family) => renderFamily(family, family.samples(snap)));
-      return `${text}\n${fleet.join('')}${renderLinks(snap.links)}`;
+    render,
+    async scrape(encoding) {
+      const text = Buffer.from(await render());
+      return encoding === 'gzip' ? gzip(text) : text;
     },
     observeRequest(method, route, status, seconds) {
       requests.observe({ method, route, status: String(status) }, seconds);

@@ -73,7 +73,13 @@ export function specRouter(handlers: Record<string, Handler>, services: ApiServi
           const reply = await handler({ ...validate(compiled, req), principal }, services);
           for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
           if (reply.events) await streamEvents(res, reply.events);
-          else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+          else if (reply.raw && 'text' in reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+          else if (reply.raw) {
+            // Encoded or not as the request's Accept-Encoding asked: caches must key on it.
+            res.status(reply.status).type(reply.raw.contentType).setHeader('Vary', 'Accept-Encoding');
+            if (reply.raw.encoding !== 'identity') res.setHeader('Content-Encoding', reply.raw.encoding);
+            res.send(reply.raw.body);
+          }
           else if (reply.body === undefined) res.status(reply.status).end();
           else res.status(reply.status).json(reply.body);
         } catch (error) {
