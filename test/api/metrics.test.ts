@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { gunzipSync } from 'node:zlib';
-import { renderLinks } from '@niclab/api/exposition';
+import { crc32, gunzipSync } from 'node:zlib';
+import { crc32Combine, renderLinks } from '@niclab/api/exposition';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
 import { startTestRedis } from '../helpers/redis.js';
 import { startStack, testConfig } from '../helpers/stack.js';
@@ -100,5 +100,13 @@ test('gzip when the scraper accepts it (as Prometheus does): the same text, befo
     server.close();
     await stack.close();
     await redis.stop();
+  }
+});
+
+test('crc32Combine: the CRC-32 of two parts together, from theirs, as zlib computes it over the whole', () => {
+  const whole = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 251));
+  for (const cut of [0, 1, 3, 4096, 65_537, 69_999, 70_000]) {
+    const [a, b] = [whole.subarray(0, cut), whole.subarray(cut)];
+    assert.equal(crc32Combine(crc32(a), crc32(b), b.length), crc32(whole), `cut at ${cut}`);
   }
 });

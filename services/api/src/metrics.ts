@@ -4,18 +4,14 @@
  * exposition.ts. Only the HTTP request histogram and the process metrics are this replica's
  * own; they alone go through prom-client.
  */
-import { promisify } from 'node:util';
-import { gzip as gzipCallback } from 'node:zlib';
 import type { Queue } from 'bullmq';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Leases } from '@niclab/shared/stores/leases';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type MetricStore } from '@niclab/shared/stores/metric-store';
-import { renderFamily, renderLinks } from './exposition.js';
+import { Exposition } from './exposition.js';
 import { FLEET_FAMILIES, JOB_STATUSES, QUEUE_STATES, type Link, type Snapshot } from './metric-families.js';
-
-const gzip = promisify(gzipCallback);
 
 /** Where a scrape reads the fleet from: the stores, never Redis keys of its own. */
 export interface MetricsSources {
@@ -54,33 +50,32 @@ export function createMetrics(sources: MetricsSources): Metrics {
     parsed = next;
     return [...next.values()].map((entry) => entry.link);
   };
+  // Three round trips, whatever the fleet: the agents' ids, then their records (with everything
+  // else beside them), then their leases.
   const read = async (): Promise<Snapshot> => {
-    const [rawLinks, agentList, jobs, runs, queue] = await Promise.all([
+    const [rawLinks, agentList, jobs, runs, queue, jobsByStatus, histograms] = await Promise.all([
       metricStore.rawLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
-    ]);
-    const links = parseLinks(rawLinks);
-    const [jobsByStatus, leasesHeld] = await Promise.all([
       store.countByStatus(JOB_STATUSES),
-      leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name })))),
+      Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
     ]);
-    const histograms = Object.fromEntries(await Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)]))) as Snapshot['histograms'];
-    return { links, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms };
+    const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
+    return { links: parseLinks(rawLinks), agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'] };
   };
   const requests = new Histogram({
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',
     labelNames: ['method', 'route', 'status'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
   });
-  const render = async () => {
-    const [text, snap] = await Promise.all([registry.metrics(), read()]);
-    const fleet = FLEET_FAMILIES.map((family) => renderFamily(family, family.samples(snap)));
-    return `${text}\n${fleet.join('')}${renderLinks(snap.links)}`;
+  const exposition = new Exposition();
+  const scrape = async () => {
+    const [own, snap] = await Promise.all([registry.metrics(), read()]);
+    return exposition.scrape(own, FLEET_FAMILIES.map((family) => ({ family, samples: family.samples(snap) })), snap.links);
   };
   return {
     registry,
-    render,
+    render: async () => (await scrape()).text(),
     async scrape(encoding) {
-      const text = Buffer.from(await render());
-      return encoding === 'gzip' ? gzip(text) : text;
+      const pieces = await scrape();
+      return encoding === 'gzip' ? pieces.gzip() : pieces.bytes();
     },
     observeRequest(method, route, status, seconds) {
       requests.observe({ method, route, status: String(status) }, seconds);
