@@ -15,10 +15,15 @@ import { LINK_FAMILIES, LINK_LABELS, type Family, type Link, type Sample } from 
 
 const deflateRaw = promisify(deflateRawCallback);
 
-export const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+const NEEDS_ESCAPE = /[\\\n"]/;
+export const escapeLabel = (value: string) => (NEEDS_ESCAPE.test(value) ? value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"') : value);
 export const sampleValue = (value: number) => (Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value));
 
-const labelPairs = (labels: Record<string, string>) => Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',');
+function labelPairs(labels: Record<string, string>): string {
+  let pairs = '';
+  for (const key in labels) pairs += `${pairs ? ',' : ''}${key}="${escapeLabel(labels[key]!)}"`;
+  return pairs;
+}
 const header = (family: Pick<Family, 'name' | 'help' | 'type'>) => `# HELP ${family.name} ${family.help}\n# TYPE ${family.name} ${family.type}\n`;
 
 /** One family: its HELP and TYPE lines, then a line per sample. */
@@ -98,8 +103,9 @@ export class Scrape {
     return this.pieces.map((piece) => piece.text).join('');
   }
 
-  bytes(): Buffer {
-    return Buffer.concat(this.pieces.map((piece) => piece.bytes));
+  /** The text's bytes, piece by piece (a response writes them in turn: no copy of the whole). */
+  bytes(): Buffer[] {
+    return this.pieces.map((piece) => piece.bytes);
   }
 
   /**
@@ -108,7 +114,7 @@ export class Scrape {
    * final block; its CRC-32 is combined from the pieces'. Only pieces never compressed before
    * are compressed now.
    */
-  async gzip(): Promise<Buffer> {
+  async gzip(): Promise<Buffer[]> {
     const deflated = await Promise.all(this.pieces.map((piece) => (piece.deflated ??= deflateRaw(piece.bytes, { finishFlush: constants.Z_SYNC_FLUSH }))));
     let crc = 0;
     let length = 0;
@@ -119,7 +125,7 @@ export class Scrape {
     const trailer = Buffer.alloc(8);
     trailer.writeUInt32LE(crc, 0);
     trailer.writeUInt32LE(length % 2 ** 32, 4);
-    return Buffer.concat([GZIP_HEADER, ...deflated, FINAL_EMPTY_BLOCK, trailer]);
+    return [GZIP_HEADER, ...deflated, FINAL_EMPTY_BLOCK, trailer];
   }
 }
 

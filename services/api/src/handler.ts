@@ -15,8 +15,8 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
-  /** A body sent as it is, not as JSON of `body`; with `encoding`, `body` is already encoded so. */
-  raw?: { contentType: string; text: string } | { contentType: string; body: Buffer; encoding: 'gzip' | 'identity' };
+  /** A body sent as it is, not as JSON of `body`; with `encoding`, `body` (its parts in order) is already encoded so. */
+  raw?: { contentType: string; text: string } | { contentType: string; body: Buffer[]; encoding: 'gzip' | 'identity' };
   /**
    * Server-sent events: `run` sends events until it resolves (then the response ends) or
    * `closed` aborts (the client went away).

@@ -27,7 +27,7 @@ export interface Metrics {
   /** One scrape: reads Redis once, then renders every metric from that read. */
   render(): Promise<string>;
   /** One scrape as the response's bytes: the text, or its gzip when the scraper accepts it. */
-  scrape(encoding: 'gzip' | 'identity'): Promise<Buffer>;
+  scrape(encoding: 'gzip' | 'identity'): Promise<Buffer[]>;
   /** Express-independent: call with the route template (e.g. `/v1/jobs/{id}`) when a response ends. */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
