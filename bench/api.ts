@@ -58,7 +58,7 @@ async function startApi(size: number) {
     size, base, someId,
     async stop() {
       connection.disconnect();
-      api.stop();
+      await api.stop();
       await agent.stop();
     },
   };

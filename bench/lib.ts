@@ -3,7 +3,7 @@
  * namespaces for reference, and figures written to bench/results/<name>.json.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,17 +15,22 @@ export { startTestLab as startLab, flow, mbit } from '../test/helpers/lab.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+/** USER_HZ: the unit of /proc/<pid>/stat's CPU times on Linux. */
+const CLOCK_TICKS = 100;
+
 const CLI = fileURLToPath(new URL('../services/cli/dist/main.js', import.meta.url));
 
 /**
  * `niclab api` as a process of its own on core 1, without a coordinator (the API's figures
  * alone), once it answers; the calling benchmark moves itself to core 0. `env` names at
- * least REDIS_URL and NICLAB_PREFIX.
+ * least REDIS_URL and NICLAB_PREFIX. With BENCH_CPU_PROF=<dir> in the benchmark's own
+ * environment, the API writes a CPU profile there when it stops (node --cpu-prof).
  */
-export async function startPinnedApi(env: Record<string, string>): Promise<{ base: string; stop(): void }> {
+export async function startPinnedApi(env: Record<string, string>): Promise<{ base: string; cpuMs(): number; stop(): Promise<void> }> {
   await command('taskset', ['-p', '-c', '0', String(process.pid)]);
   const port = await freePort();
-  const api = spawn('taskset', ['-c', '1', process.execPath, CLI, 'api'], {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const api = spawn('taskset', ['-c', '1', process.execPath, ...profile, CLI, 'api'], {
     env: { PATH: process.env.PATH ?? '', NICLAB_LOG_LEVEL: 'warn', ...env, NICLAB_PORT: String(port), NICLAB_COORDINATOR: 'false' },
     stdio: 'inherit',
   });
@@ -36,7 +41,20 @@ export async function startPinnedApi(env: Record<string, string>): Promise<{ bas
     api.kill('SIGTERM');
     throw error;
   }
-  return { base, stop: () => void api.kill('SIGTERM') };
+  const exited = new Promise((resolve) => api.once('exit', resolve));
+  return {
+    base,
+    // CPU time the API has used so far (user + system): on a shared machine, what a scrape costs
+    // the API is steadier than how long it takes.
+    cpuMs: () => {
+      const fields = readFileSync(`/proc/${api.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+    },
+    stop: async () => {
+      api.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 export function median(values: number[]): number {

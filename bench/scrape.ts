@@ -3,8 +3,9 @@
  * heartbeating as real agents do) and one measured link per interface. Time and size of a
  * scrape, median and p99 of 30, and how they grow from the smaller fleet to the larger. The
  * headline is `niclab api` as its own process on its own core, scraped from this process on
- * the other, as Prometheus would; the same API in this process and its render alone show where
- * the time goes.
+ * the other, as Prometheus would (asking for gzip), beside the same scrapes in plain text, and
+ * the API's CPU time per scrape (steadier than wall time on a shared machine); the same API in
+ * this process and its render alone show where the time goes.
  */
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -44,32 +45,40 @@ async function fleet(agents: number) {
       }
       await pipeline.exec();
     }
-    const scrape = async (url: string) => {
+    // Prometheus sends `Accept-Encoding: gzip` (so does fetch); `identity` asks for plain text.
+    const scrape = async (url: string, encoding: 'gzip' | 'identity', cpuMs?: () => number) => {
       const times: number[] = [];
       let bytes = 0;
+      let sent = 0;
       let series = 0;
+      let cpu = 0;
       for (let i = 0; i < SCRAPES + 3; i++) {
+        if (i === 3) cpu = cpuMs?.() ?? 0;
         const t0 = performance.now();
-        const text = await (await fetch(url)).text();
+        const res = await fetch(url, { headers: { 'accept-encoding': encoding } });
+        const text = await res.text();
         if (i >= 3) times.push(performance.now() - t0); // the first scrapes warm up the JIT
+        sent = Number(res.headers.get('content-length'));
         bytes = Buffer.byteLength(text);
         series = text.split('\n').filter((l) => l && !l.startsWith('#')).length;
       }
-      return { times: times.sort((a, b) => a - b), bytes, series };
+      return { times: times.sort((a, b) => a - b), bytes, sent, series, cpuMsPerScrape: cpuMs ? (cpuMs() - cpu) / SCRAPES : NaN };
     };
     // As Prometheus sees it: `niclab api` as a process of its own, on its own core (taskset),
     // scraped from this process on the other.
     const api = await startPinnedApi({ REDIS_URL: redis.url, NICLAB_PREFIX: config.prefix });
     let separate: Awaited<ReturnType<typeof scrape>>;
+    let plain: Awaited<ReturnType<typeof scrape>>;
     try {
-      separate = await scrape(`${api.base}/metrics`);
+      separate = await scrape(`${api.base}/metrics`, 'gzip', api.cpuMs);
+      plain = await scrape(`${api.base}/metrics`, 'identity', api.cpuMs);
     } finally {
-      api.stop();
+      await api.stop();
     }
     // The same API in this process: client and server then share one event loop.
     const server = createApp(services).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
-    const inProcess = await scrape(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`);
+    const inProcess = await scrape(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`, 'gzip');
     server.close();
     // The same scrape without HTTP, and its Redis read alone: where the time goes.
     const render: number[] = [];
@@ -85,9 +94,11 @@ async function fleet(agents: number) {
       reads.push(performance.now() - t0);
     }
     const { times, bytes, series } = separate;
+    const p99 = (sorted: number[]) => round(sorted[Math.ceil(sorted.length * 0.99) - 1]!, 2);
     return {
-      agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes,
-      medianMs: round(median(times), 2), p99Ms: round(times[Math.ceil(times.length * 0.99) - 1]!, 2),
+      agents, interfaces: agents * INTERFACES.length, links: agents * INTERFACES.length, series, bytes, bytesSent: separate.sent,
+      medianMs: round(median(times), 2), p99Ms: p99(times), apiCpuMsPerScrape: round(separate.cpuMsPerScrape, 1),
+      plain: { medianMs: round(median(plain.times), 2), p99Ms: p99(plain.times), bytesSent: plain.sent, apiCpuMsPerScrape: round(plain.cpuMsPerScrape, 1) },
       inProcessMedianMs: round(median(inProcess.times), 2), renderMedianMs: round(median(render), 2), redisReadMedianMs: round(median(reads), 2),
     };
   } finally {
@@ -97,9 +108,10 @@ async function fleet(agents: number) {
 }
 
 const small = await fleet(100);
-console.log(`100 agents: scrape median ${small.medianMs} ms, p99 ${small.p99Ms} ms, ${small.series} series, ${(small.bytes / 1024).toFixed(0)} KiB`);
+const line = (f: typeof small) => `scrape median ${f.medianMs} ms, p99 ${f.p99Ms} ms, API CPU ${f.apiCpuMsPerScrape} ms a scrape, ${f.series} series, ${(f.bytes / 1024).toFixed(0)} KiB (${(f.bytesSent / 1024).toFixed(0)} KiB sent); plain text: median ${f.plain.medianMs} ms, p99 ${f.plain.p99Ms} ms, API CPU ${f.plain.apiCpuMsPerScrape} ms, ${(f.plain.bytesSent / 1024).toFixed(0)} KiB sent`;
+console.log(`100 agents: ${line(small)}`);
 const large = await fleet(1000);
-console.log(`1000 agents: scrape median ${large.medianMs} ms, p99 ${large.p99Ms} ms, ${large.series} series, ${(large.bytes / 1024).toFixed(0)} KiB; scraping an API in the scraper's own process ${large.inProcessMedianMs} ms; render alone ${large.renderMedianMs} ms, of which reading links and agents ${large.redisReadMedianMs} ms`);
+console.log(`1000 agents: ${line(large)}; scraping an API in the scraper's own process ${large.inProcessMedianMs} ms; render alone ${large.renderMedianMs} ms, of which reading links and agents ${large.redisReadMedianMs} ms`);
 const growth = { medianPerAgentRatio: round(large.medianMs / large.agents / (small.medianMs / small.agents)), bytesPerAgentRatio: round(large.bytes / large.agents / (small.bytes / small.agents)) };
 console.log(`growth 10x: median time per agent x${growth.medianPerAgentRatio}, bytes per agent x${growth.bytesPerAgentRatio}`);
 console.log(`written ${await writeResult('scrape', { scrapes: SCRAPES, small, large, growth })}`);

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { get } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { renderLinks } from '@niclab/api/metrics';
+import { crc32, gunzipSync } from 'node:zlib';
+import { crc32Combine, renderLinks } from '@niclab/api/exposition';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
 import { startTestRedis } from '../helpers/redis.js';
 import { startStack, testConfig } from '../helpers/stack.js';
@@ -41,5 +44,69 @@ test('a scrape parses only links that changed, and shows every change: new value
   } finally {
     await stack.close();
     await redis.stop();
+  }
+});
+
+/** One GET of /metrics with exactly these request headers: status, headers and the body's bytes as sent. */
+function scrape(port: number, headers: Record<string, string>): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port, path: '/metrics', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** The fleet's and the links' series (the process metrics before them change between two scrapes), sorted. */
+const fleetSeries = (text: string) => text.slice(text.indexOf('# HELP niclab_runs_total')).split('\n').sort();
+
+test('gzip when the scraper accepts it (as Prometheus does): the same text, before and after links change; plain otherwise', async () => {
+  const redis = await startTestRedis();
+  const stack = await startStack(testConfig(redis.url));
+  const server = stack.app.listen(0, '127.0.0.1');
+  try {
+    await new Promise((r) => server.once('listening', r));
+    const { port } = server.address() as AddressInfo;
+    const key = stack.services.keys.links;
+    // Enough links of each kind that the text is not one small piece.
+    const set = (n: number, bitsPerSecond: number) => stack.services.redis.hset(key, JSON.stringify({ ...labels, src_agent: `A${n}`, test: n % 3 ? 'stream' : 'rr' }), JSON.stringify({ ...values, bitsPerSecond, rttSeconds: n % 3 ? null : values.rttSeconds }));
+    for (let n = 0; n < 300; n++) await set(n, 1e9 + n);
+    const both = async () => {
+      const plain = await scrape(port, {});
+      const gzipped = await scrape(port, { 'Accept-Encoding': 'gzip' });
+      return { plain, gzipped };
+    };
+    for (const change of [async () => undefined, () => set(7, 5), () => set(1000, 6), () => stack.services.redis.hdel(key, JSON.stringify({ ...labels, src_agent: 'A8', test: 'stream' }))]) {
+      await change();
+      const { plain, gzipped } = await both();
+      assert.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: plain text');
+      assert.match(String(plain.headers['content-type']), /^text\/plain/);
+      assert.match(plain.body.toString(), /^niclab_link_throughput_bits_per_second\{src_agent="A299"/m);
+      assert.equal(gzipped.headers['content-encoding'], 'gzip');
+      assert.match(String(gzipped.headers.vary), /Accept-Encoding/i);
+      assert.ok(gzipped.body.length * 5 < plain.body.length, `compressed: ${gzipped.body.length} of ${plain.body.length} bytes`);
+      assert.deepEqual(fleetSeries(gunzipSync(gzipped.body).toString()), fleetSeries(plain.body.toString()), 'the gzip decodes to the same series');
+    }
+    const text = (await scrape(port, {})).body.toString();
+    assert.match(text, /src_agent="A7".* 5$/m, 'a changed value shows');
+    assert.match(text, /src_agent="A1000".* 6$/m, 'a new link shows');
+    assert.doesNotMatch(text, /src_agent="A8"/, 'a link gone is gone');
+    // q=0 refuses gzip; `*` accepts it.
+    assert.equal((await scrape(port, { 'Accept-Encoding': 'gzip;q=0, identity' })).headers['content-encoding'], undefined);
+    assert.equal((await scrape(port, { 'Accept-Encoding': 'br;q=1.0, *;q=0.1' })).headers['content-encoding'], 'gzip');
+  } finally {
+    server.close();
+    await stack.close();
+    await redis.stop();
+  }
+});
+
+test('crc32Combine: the CRC-32 of two parts together, from theirs, as zlib computes it over the whole', () => {
+  const whole = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 251));
+  for (const cut of [0, 1, 3, 4096, 65_537, 69_999, 70_000]) {
+    const [a, b] = [whole.subarray(0, cut), whole.subarray(cut)];
+    assert.equal(crc32Combine(crc32(a), crc32(b), b.length), crc32(whole), `cut at ${cut}`);
   }
 });

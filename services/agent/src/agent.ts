@@ -12,7 +12,7 @@ import type { Task } from '@niclab/shared/domain/task';
 import { taskProblems } from '@niclab/shared/domain/task-check';
 import { VERSION } from '@niclab/shared/runtime/version';
 import { probeEngines } from './engines/registry.js';
-import { readInterfaces } from './interfaces.js';
+import { primeDriverInfo, readInterfaces } from './interfaces.js';
 import { processTask } from './processor.js';
 import { Tuner } from './tuning.js';
 
@@ -60,6 +60,9 @@ export class AgentService {
     // Settings a previous life of this agent left applied (it died mid-run) go back first.
     await this.tuner.recover();
     await this.heartbeat();
+    // ethtool's answers for the environment of every end: asked now (not awaited: the agent is
+    // online meanwhile), not in the first task's setup.
+    void primeDriverInfo(this.record?.interfaces.map((i) => i.name) ?? []);
     await new CancelBus(this.redis, this.keys).listen(this.subscriber, (message) => this.onCancel(message));
     // BullMQ never closes a connection it is given; stop() does.
     this.workerConnection = createRedis(this.config.redisUrl, { blocking: true, name: `niclab-agent-${this.id}-worker` });

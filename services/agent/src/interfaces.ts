@@ -81,21 +81,41 @@ export function counterDelta(before: Counters, after: Counters): Counters {
 }
 
 type Environment = NonNullable<EndDiagnostics['environment']>;
-const drivers = new Map<string, { at: number; info: Promise<{ driver: string | null; firmware: string | null }> }>();
+type DriverInfo = { driver: string | null; firmware: string | null };
+const drivers = new Map<string, { at: number; info: Promise<DriverInfo> }>();
 
-/** `ethtool -i`: driver and firmware, asked at most once a minute per interface. */
-function driverInfo(name: string): Promise<{ driver: string | null; firmware: string | null }> {
-  const cached = drivers.get(name);
-  if (cached && Date.now() - cached.at < 60_000) return cached.info;
-  const info = command('ethtool', ['-i', name]).then(
+function askEthtool(name: string): Promise<DriverInfo> {
+  return command('ethtool', ['-i', name]).then(
     (out) => {
       const field = (key: string) => out.match(new RegExp(`^${key}:[ \\t]*(.*)$`, 'm'))?.[1]?.trim() || null;
       return { driver: field('driver'), firmware: field('firmware-version') };
     },
     () => ({ driver: null, firmware: null }),
   );
-  drivers.set(name, { at: Date.now(), info });
-  return info;
+}
+
+/**
+ * `ethtool -i`: driver and firmware, asked at most once a minute per interface. An answer
+ * older than that is still given while a fresh one is asked in the background: only the very
+ * first task on an interface (or primeDriverInfo at start) waits for ethtool's process.
+ */
+function driverInfo(name: string): Promise<DriverInfo> {
+  const cached = drivers.get(name);
+  if (!cached) {
+    const entry = { at: Date.now(), info: askEthtool(name) };
+    drivers.set(name, entry);
+    return entry.info;
+  }
+  if (Date.now() - cached.at >= 60_000) {
+    cached.at = Date.now();
+    void askEthtool(name).then((info) => drivers.set(name, { at: Date.now(), info: Promise.resolve(info) }));
+  }
+  return cached.info;
+}
+
+/** Asks ethtool about these interfaces now, so that no task's setup waits for it. */
+export async function primeDriverInfo(names: string[]): Promise<void> {
+  await Promise.all(names.map((name) => driverInfo(name)));
 }
 
 /** What a comparison needs to know about the host under an end: kernel, driver, firmware, link, buffer limits. */

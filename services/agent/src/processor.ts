@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
-import type { EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/domain/contract';
+import type { AgentInterface, EndDiagnostics, ErrorInfo, NicDelta } from '@niclab/shared/domain/contract';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { publishJobEvent } from '@niclab/shared/stores/events';
@@ -49,8 +49,10 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   const engine = engineFor(task.engine);
   if (!engine) return report({ code: 'engine_unavailable', message: `agent ${deps.agentId} has no ${task.engine} engine` });
   if (Date.now() >= task.deadline) return report({ code: 'deadline_exceeded', message: 'the task reached the agent after its deadline' });
+  // The interface is read while Redis answers whether the run was abandoned: the end starts sooner.
+  const iface = readInterface(task.interface);
   if (await channel.isAbandoned()) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  if (!task.tuning) return measure(task, engine, signal, deps, channel, diagnostics, report, log);
+  if (!task.tuning) return measure(task, engine, signal, deps, channel, diagnostics, report, log, iface);
   if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
   const tuner = deps.tuner;
   try {
@@ -71,7 +73,8 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return report(error, rest);
   };
   try {
-    return await measure(task, engine, signal, deps, channel, diagnostics, restoreThenReport, log);
+    // Read again: tuning may change what the interface reports (its MTU).
+    return await measure(task, engine, signal, deps, channel, diagnostics, restoreThenReport, log, readInterface(task.interface));
   } finally {
     await release();
   }
@@ -87,18 +90,19 @@ async function measure(
   diagnostics: EndDiagnostics,
   report: (error: ErrorInfo | null, rest?: Partial<EndReport>) => Promise<EndReport>,
   log: Logger,
+  reading: Promise<AgentInterface | null>,
 ): Promise<EndReport> {
   const { redis, keys } = deps;
-  const iface = await readInterface(task.interface);
+  const iface = await reading;
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
   if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });
   const address = bindAddress(iface);
   if (!address) return report({ code: 'no_address', message: `interface ${task.interface} on agent ${deps.agentId} has no address` });
   diagnostics.address = address;
-  diagnostics.environment = await readEnvironment(iface);
+  const [environment, before] = await Promise.all([readEnvironment(iface), readCounters(task.interface)]);
+  diagnostics.environment = environment;
 
   log.info({ engine: task.engine }, 'task started');
-  const before = await readCounters(task.interface);
   diagnostics.engineStartedAt = new Date().toISOString();
   const outcome = await engine.run(task, {
     signal,

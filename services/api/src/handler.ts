@@ -51,8 +51,8 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
-  /** A body sent as it is, not as JSON of `body`. */
-  raw?: { contentType: string; text: string };
+  /** A body sent as it is, not as JSON of `body`; with `encoding`, `body` (its parts in order) is already encoded so. */
+  raw?: { contentType: string; text: string } | { contentType: string; body: Buffer[]; encoding: 'gzip' | 'identity' };
   events?: EventStream;
 }
 
@@ -68,7 +68,7 @@ type RepliesFor<S, C> = [C] extends [never]
   ? Sending<S, Record<never, never>>
   :
       | ('application/json' extends keyof C ? Sending<S, { body: C['application/json'] }> : never)
-      | ([RawMediaType<C>] extends [never] ? never : Sending<S, { raw: { contentType: RawMediaType<C> | `${RawMediaType<C>}; ${string}`; text: string } }>)
+      | ([RawMediaType<C>] extends [never] ? never : Sending<S, { raw: { contentType: RawMediaType<C> | `${RawMediaType<C>}; ${string}` } & ({ text: string } | { body: Buffer[]; encoding: 'gzip' | 'identity' }) }>)
       | ('text/event-stream' extends keyof C ? Sending<S, { events: EventStream }> : never);
 
 /**

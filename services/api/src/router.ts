@@ -58,7 +58,16 @@ export function specRouter(handlers: Handlers, services: ApiServices): Router {
         const reply: Reply = await handler(request, services);
         for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
         if (reply.events) await streamEvents(res, reply.events);
-        else if (reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+        else if (reply.raw && 'text' in reply.raw) res.status(reply.status).type(reply.raw.contentType).send(reply.raw.text);
+        else if (reply.raw) {
+          // Encoded or not as the request's Accept-Encoding asked: caches must key on it.
+          res.status(reply.status).type(reply.raw.contentType).setHeader('Vary', 'Accept-Encoding');
+          if (reply.raw.encoding !== 'identity') res.setHeader('Content-Encoding', reply.raw.encoding);
+          res.setHeader('Content-Length', reply.raw.body.reduce((sum, part) => sum + part.length, 0));
+          res.cork(); // thousands of small parts: one write to the socket, not one each
+          for (const part of reply.raw.body) res.write(part);
+          res.end();
+        }
         else if (reply.body === undefined) res.status(reply.status).end();
         else res.status(reply.status).json(reply.body);
       } catch (error) {

@@ -68,6 +68,8 @@ export class Coordinator {
   private readonly runDeps: RunDeps;
   private readonly agentQueues = new Map<string, Queue>();
   private readonly active = new Map<string, AbortController>();
+  private readonly idleBlocking: Redis[] = [];
+  private stopped = false;
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
@@ -84,6 +86,9 @@ export class Coordinator {
     this.runDeps = {
       redis: this.redis, keys: this.keys, store: this.store, registry: this.registry, leases: this.leases, cancels: this.cancels,
       queueFor: (agentId) => this.queueFor(agentId), setupSeconds: config.setupSeconds,
+      // Runs block on connections of their own; kept between runs, so a run does not wait for a new one to connect.
+      borrowBlocking: () => this.idleBlocking.pop() ?? this.redis.duplicate(),
+      returnBlocking: (connection) => void (this.stopped ? connection.disconnect() : this.idleBlocking.push(connection)),
     };
   }
 
@@ -133,6 +138,8 @@ export class Coordinator {
     await this.worker?.close();
     this.workerConnection?.disconnect();
     await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
+    this.stopped = true;
+    for (const connection of this.idleBlocking.splice(0)) connection.disconnect();
     this.subscriber.disconnect();
     await this.redis.quit().catch(() => undefined);
   }
@@ -143,14 +150,14 @@ export class Coordinator {
    * that stops mid-job puts the job back in the queue for another.
    */
   async processJob(jobId: string, bullJob?: BullJob<JobMessage>, token?: string): Promise<void> {
-    const job = await this.store.get(jobId);
+    // Its runs are read with it (one round trip), though a job already ended needs none of them.
+    const [job, stored] = await Promise.all([this.store.get(jobId), this.store.listRuns(jobId)]);
     if (!job || TERMINAL_STATUSES.includes(job.status)) return;
     const log = this.log.child({ jobId });
     const controller = new AbortController();
     this.active.set(jobId, controller);
     try {
       const strategy = strategyFor(job.spec);
-      const stored = await this.store.listRuns(jobId);
       const finished = new Map(stored.filter(isFinished).map((r) => [r.index, r]));
       // A run still `running` was under a coordinator that died without stopping: it is made
       // again, and the lost attempt is kept in the new one's record.

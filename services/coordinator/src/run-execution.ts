@@ -31,6 +31,9 @@ export interface RunDeps {
   cancels: CancelBus;
   /** The task queue of one agent. */
   queueFor(agentId: string): Queue;
+  /** A connection of the run's own to block on while it collects replies, handed back when the run ends. */
+  borrowBlocking(): Redis;
+  returnBlocking(connection: Redis): void;
   setupSeconds: number;
 }
 
@@ -75,15 +78,15 @@ export class RunExecution {
   async execute(jobSignal: AbortSignal): Promise<Run> {
     const { run, job } = this;
     const t0 = Date.parse(run.startedAt!);
-    await this.deps.store.saveRun(run);
     const involved = job.spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
+    // The run's record and the check of its agents go to Redis together: one round trip before the receivers.
+    const [, offline] = await Promise.all([this.deps.store.saveRun(run), offlineAgents(this.deps.registry, involved)]);
     const keeper = new LeaseKeeper(this.deps.leases, run.id, this.targets, this.log).start();
     const liveness = new LivenessWatch(this.deps.registry, involved, this.log).start();
     const signal = AbortSignal.any([jobSignal, liveness.signal]);
-    const blocking = this.deps.redis.duplicate();
+    const blocking = this.deps.borrowBlocking();
     let failure: ErrorInfo | null = null;
     try {
-      const offline = await offlineAgents(this.deps.registry, involved);
       if (offline.length > 0) failure = { code: 'agent_offline', message: `agent ${offline.join(', ')} is offline` };
       else failure = await this.measure(blocking, signal, t0);
       if (liveness.signal.aborted) {
@@ -96,7 +99,7 @@ export class RunExecution {
     } finally {
       liveness.stop();
       keeper.stop();
-      blocking.disconnect();
+      this.deps.returnBlocking(blocking);
     }
     run.flows = this.legs.map((leg, i) => flowResult(job.spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)));
     run.flows.forEach((flow, i) => {

@@ -1,8 +1,21 @@
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import type { Handler } from '../handler.js';
 
-export const getMetrics: Handler<'getMetrics'> = async (_request, { metrics }) => {
-  return { status: 200, raw: { contentType: metrics.registry.contentType, text: await metrics.render() } };
+/** Whether an Accept-Encoding header allows gzip (Prometheus sends `gzip`): named or `*`, and not with q=0. */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  const codings = new Map<string, number>();
+  for (const part of [header ?? ''].flat().join(',').split(',')) {
+    const [coding = '', ...params] = part.split(';').map((p) => p.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    if (coding) codings.set(coding, q ? Number(q.slice(2)) : 1);
+  }
+  const q = codings.get('gzip') ?? codings.get('x-gzip') ?? codings.get('*') ?? 0;
+  return q > 0;
+}
+
+export const getMetrics: Handler<'getMetrics'> = async ({ headers }, { metrics }) => {
+  const encoding = acceptsGzip(headers['accept-encoding']) ? 'gzip' : 'identity';
+  return { status: 200, raw: { contentType: metrics.registry.contentType, body: await metrics.scrape(encoding), encoding } };
 };
 
 export const getHealth: Handler<'getHealth'> = async () => ({ status: 200, body: { status: 'ok' } });

@@ -1,0 +1,124 @@
+/**
+ * The families /metrics shows beyond this replica's own process metrics: each one's name,
+ * help, type and labels, and how its samples are computed from one snapshot of the stores.
+ * Adding a family is a line here; how it is written out is exposition.ts's business.
+ */
+import type { Agent } from '@niclab/shared/domain/contract';
+import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stores/metric-store';
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+
+/** A measured link's last result, as the metric store keeps it. */
+export interface Link {
+  labels: LinkLabels;
+  values: LinkValues;
+}
+
+/** What one scrape reads from the stores, shared by every family it renders. */
+export interface Snapshot {
+  links: Link[];
+  agents: Agent[];
+  jobs: Record<string, number>;
+  runs: Record<string, number>;
+  jobsByStatus: Record<string, number>;
+  queue: Record<string, number>;
+  leasesHeld: number;
+  histograms: Record<HistogramName, { buckets: [string, number][]; sum: number; count: number }>;
+}
+
+export type FamilyType = 'gauge' | 'counter' | 'histogram';
+
+/** One series of a family; `suffix` names a histogram's `_bucket`, `_sum` and `_count`. */
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+  suffix?: string;
+}
+
+/** A family computed from the whole snapshot. */
+export interface Family {
+  name: string;
+  help: string;
+  type: FamilyType;
+  samples(snapshot: Snapshot): Sample[];
+}
+
+/**
+ * A family with a group of series per measured link: each carries the link's labels
+ * (LINK_LABELS, in that order), then its own `labels` if any. A link without the figure has none.
+ */
+export interface LinkFamily {
+  name: string;
+  help: string;
+  type: 'gauge';
+  samples(values: LinkValues): { labels?: Record<string, string>; value: number }[];
+}
+
+export const LINK_LABELS: (keyof LinkLabels)[] = ['src_agent', 'src_interface', 'dst_agent', 'dst_interface', 'engine', 'protocol', 'test', 'direction', 'schedule'];
+
+const outcomes = (counts: Record<string, number>): Sample[] => ['succeeded', 'failed', 'canceled'].map((outcome) => ({ labels: { outcome }, value: counts[outcome] ?? 0 }));
+
+const histogram = (name: HistogramName, help: string): Family => ({
+  name: `niclab_${name}`, help, type: 'histogram',
+  samples: (s) => {
+    const { buckets, sum, count } = s.histograms[name];
+    return [...buckets.map(([le, value]) => ({ suffix: '_bucket', labels: { le }, value })), { suffix: '_sum', labels: {}, value: sum }, { suffix: '_count', labels: {}, value: count }];
+  },
+});
+
+const interfaceGauge = (name: string, help: string, pick: (i: Agent['interfaces'][number]) => number | null): Family => ({
+  name, help, type: 'gauge',
+  samples: (s) =>
+    s.agents.flatMap((agent) =>
+      agent.interfaces.flatMap((iface) => {
+        const value = pick(iface);
+        return value === null ? [] : [{ labels: { agent: agent.id, interface: iface.name }, value }];
+      })),
+});
+
+const HISTOGRAM_HELP: Record<HistogramName, string> = {
+  job_duration_seconds: 'Jobs from start to end (seconds).',
+  job_queue_wait_seconds: 'Jobs from submission to start (seconds).',
+};
+
+/** The fleet's families, in the order they are written. */
+export const FLEET_FAMILIES: Family[] = [
+  // Outcomes and the queue.
+  { name: 'niclab_runs_total', help: 'Runs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.runs) },
+  { name: 'niclab_jobs_total', help: 'Jobs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.jobs) },
+  { name: 'niclab_jobs', help: 'Jobs by status now.', type: 'gauge', samples: (s) => Object.entries(s.jobsByStatus).map(([status, value]) => ({ labels: { status }, value })) },
+  { name: 'niclab_queue_jobs', help: 'BullMQ jobs in the coordinators\' queue, by state.', type: 'gauge', samples: (s) => Object.entries(s.queue).map(([state, value]) => ({ labels: { state }, value })) },
+  ...(Object.keys(HISTOGRAMS) as HistogramName[]).map((name) => histogram(name, HISTOGRAM_HELP[name])),
+  // Agents and their interfaces.
+  {
+    name: 'niclab_agents', help: 'Registered agents, online or not.', type: 'gauge',
+    samples: (s) => [
+      { labels: { state: 'online' }, value: s.agents.filter((a) => a.online).length },
+      { labels: { state: 'offline' }, value: s.agents.filter((a) => !a.online).length },
+    ],
+  },
+  { name: 'niclab_agent_up', help: '1 while the agent heartbeats, 0 once it missed three heartbeats or stopped.', type: 'gauge', samples: (s) => s.agents.map((a) => ({ labels: { agent: a.id }, value: a.online ? 1 : 0 })) },
+  interfaceGauge('niclab_interface_speed_bits_per_second', 'Link speed the driver reports (absent where it reports none, e.g. lo).', (i) => i.speedBitsPerSecond),
+  interfaceGauge('niclab_interface_mtu_bytes', 'Interface MTU.', (i) => i.mtu),
+  { name: 'niclab_leases_held', help: 'Interfaces a run holds a lease on now.', type: 'gauge', samples: (s) => [{ labels: {}, value: s.leasesHeld }] },
+];
+
+const single = (value: number | null | undefined) => (value === null || value === undefined ? [] : [{ value }]);
+const linkGauge = (name: string, help: string, pick: (v: LinkValues) => number | null | undefined): LinkFamily => ({ name, help, type: 'gauge', samples: (v) => single(pick(v)) });
+
+/** The last result of every link, in the order they are written (after the fleet's). */
+export const LINK_FAMILIES: LinkFamily[] = [
+  linkGauge('niclab_link_throughput_bits_per_second', "Goodput of the link's last run, as received (bits/s).", (v) => v.bitsPerSecond),
+  linkGauge('niclab_link_last_run_timestamp_seconds', "When the link's last run ended (Unix seconds). Prometheus samples at scrape time: this is the measurement's own time.", (v) => v.endedAt),
+  linkGauge('niclab_link_path_verified', "1 when the named interfaces' counters carried the last run's bytes, 0 when they did not.", (v) => v.pathVerified),
+  linkGauge('niclab_link_retransmits', "TCP retransmits of the link's last run (sender side).", (v) => v.retransmits),
+  linkGauge('niclab_link_udp_loss_ratio', "UDP datagrams lost / sent in the link's last run.", (v) => v.udpLossRatio),
+  linkGauge('niclab_link_jitter_seconds', "RFC 3550 interarrival jitter of the link's last UDP run.", (v) => v.jitterSeconds),
+  linkGauge('niclab_link_sender_cpu_seconds_per_bit', "Sender CPU seconds per bit sent in the link's last run.", (v) => v.senderCpuSecondsPerBit),
+  linkGauge('niclab_link_receiver_cpu_seconds_per_bit', "Receiver CPU seconds per bit received in the link's last run.", (v) => v.receiverCpuSecondsPerBit),
+  {
+    name: 'niclab_link_rtt_seconds', help: "Round-trip time percentiles of the link's last request/response (rr) run.", type: 'gauge',
+    samples: (v) => (v.rttSeconds ? [['0.5', v.rttSeconds.p50], ['0.9', v.rttSeconds.p90], ['0.99', v.rttSeconds.p99]].map(([quantile, value]) => ({ labels: { quantile: quantile as string }, value: value as number })) : []),
+  },
+];
