@@ -1,0 +1,54 @@
+/**
+ * Rate search: the NDR and the PDR (0.5%) of a 20 Mbit/s tbf link found by niclab's search
+ * with each engine, the shaper's own rate in datagrams beside them, and what a search costs:
+ * its wall time against trials × trial duration (the rest is the per-trial overhead of
+ * leases, engine start and the coordinator's hops). Bare iperf3 -u at 1% steps around the
+ * builtin's PDR is the reference in the same run.
+ */
+import { bareIperf3, flow, round, startLab, writeResult } from './lib.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const SIZE = 1000;
+const SHAPER_PPS = 20e6 / ((SIZE + 42) * 8);
+
+const lab = await startLab(2, 'A=none,B=20mbit');
+try {
+  const [A, B] = lab.lab.hosts;
+  const search = async (engine: string, target: Record<string, unknown>) => {
+    const started = Date.now();
+    const job = await lab.client.succeed({
+      engine, protocol: 'udp', duration: SECONDS, socketBuffer: 4194304, udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } },
+      search: { min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.5) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) }, ...target },
+      flows: [flow('A', 'B')],
+    }, 1_200_000);
+    const wallSeconds = (Date.now() - started) / 1000;
+    const { body: report } = await lab.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+    const result = report.searches[0];
+    const trials = result.trials.length as number;
+    const row = {
+      engine, target: target.target, foundPps: result.found?.packetsPerSecond ?? null, ofShaper: result.found ? round(result.found.packetsPerSecond / SHAPER_PPS) : null,
+      bracket: [result.bracket.low, result.bracket.high], trials, wallSeconds: round(wallSeconds, 1), trialSeconds: trials * SECONDS,
+      overheadPerTrialSeconds: round((wallSeconds - trials * SECONDS) / trials, 2),
+    };
+    console.log(JSON.stringify(row));
+    return row;
+  };
+  const rows = [];
+  for (const engine of ['builtin', 'iperf3']) {
+    rows.push(await search(engine, { target: 'ndr' }));
+    rows.push(await search(engine, { target: 'pdr', lossRatio: 0.005 }));
+  }
+  const pdr = rows.find((r) => r.engine === 'builtin' && r.target === 'pdr')?.foundPps ?? Math.round(SHAPER_PPS);
+  const bare = [];
+  for (const step of [-2, -1, 0, 1, 2, 3]) {
+    const pps = Math.round(pdr * (1 + step / 100));
+    const { client, server } = await bareIperf3(A!, B!, SECONDS, ['-u', '-b', String(pps * SIZE * 8), '-l', String(SIZE), '-w', '4M']);
+    const sent = client.end.sum.packets as number;
+    const lost = server.end.sum.lost_packets as number;
+    bare.push({ step, pps, lossRatio: round(lost / Math.max(1, sent), 6) });
+    console.log(`bare iperf3 ${step >= 0 ? '+' : ''}${step}%: ${pps} pps, loss ${round(lost / Math.max(1, sent), 6)}`);
+  }
+  console.log(`written ${await writeResult('search', { seconds: SECONDS, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), searches: rows, bareIperf3AroundBuiltinPdr: bare })}`);
+} finally {
+  await lab.close();
+}
