@@ -110,3 +110,46 @@ test('crc32Combine: the CRC-32 of two parts together, from theirs, as zlib compu
     assert.equal(crc32Combine(crc32(a), crc32(b), b.length), crc32(whole), `cut at ${cut}`);
   }
 });
+
+test('a rate search that succeeded is each link\'s latest search result per size: both directions of a swept pair, the rate found and its wire rate', async () => {
+  const redis = await startTestRedis();
+  const stack = await startStack(testConfig(redis.url));
+  try {
+    const { store } = stack.services;
+    const A = { agent: 'A', interface: 'eth1' };
+    const B = { agent: 'B', interface: 'eth2' };
+    const spec = {
+      engine: 'builtin', test: 'stream', protocol: 'udp', duration: 1, interval: 1, direction: 'forward', repeat: 1, retries: 0, flows: [{ from: A, to: B }],
+      udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, sweep: { direction: ['forward', 'reverse'] },
+      search: { target: 'ndr', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, resolutionPercent: 1, confirmations: 0, maxTrials: 40 },
+    } as never;
+    const job = await store.create('00000000-0000-4000-8000-00000000005e', spec, 10);
+    await store.transition(job.id, ['queued'], 'running', { startedAt: new Date().toISOString() });
+    // Forward carries 4,000 (max passes at once); reverse loses above 3,000.
+    const { strategyFor } = await import('@niclab/shared/domain/campaign');
+    const strategy = strategyFor(job.spec);
+    const finished = new Map();
+    for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {
+      const offered = (plan.point.rate as { packetsPerSecond: number }).packetsPerSecond;
+      const lost = plan.point.direction === 'reverse' ? Math.max(0, offered - 3000) : 0;
+      const udp = { sent: offered, received: offered - lost, lost, lossRatio: lost / offered, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, achievedPacketsPerSecond: offered };
+      const run = { id: `00000000-0000-4000-9000-${String(plan.index).padStart(12, '0')}`, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, status: 'succeeded', startedAt: null, finishedAt: new Date().toISOString(), error: null, flows: [{ udp, flowIndex: 0, direction: plan.point.direction, from: A, to: B, bitsPerSecond: null }] } as never;
+      await store.saveRun(run);
+      finished.set(plan.index, run);
+    }
+    assert.equal(await stack.services.metrics.render().then((t) => t.includes('niclab_search_rate_packets_per_second{')), false, 'nothing before the job ends');
+    await store.transition(job.id, ['running'], 'succeeded', { finishedAt: new Date().toISOString() });
+    const lines = (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith('niclab_search_rate_'));
+    assert.deepEqual(lines.sort(), [
+      'niclab_search_rate_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",target="ndr",packet_size="1000",schedule=""} 4000',
+      'niclab_search_rate_packets_per_second{src_agent="B",src_interface="eth2",dst_agent="A",dst_interface="eth1",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + lines.find((l) => l.startsWith('niclab_search_rate_packets_per_second{src_agent="B"'))!.split(' ').at(-1),
+      'niclab_search_rate_wire_bits_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + 4000 * 1066 * 8,
+      'niclab_search_rate_wire_bits_per_second{src_agent="B",src_interface="eth2",dst_agent="A",dst_interface="eth1",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + lines.find((l) => l.startsWith('niclab_search_rate_wire_bits_per_second{src_agent="B"'))!.split(' ').at(-1),
+    ].sort());
+    const reverse = Number(lines.find((l) => l.startsWith('niclab_search_rate_packets_per_second{src_agent="B"'))!.split(' ').at(-1));
+    assert.ok(reverse <= 3000 && reverse >= 2970, `reverse found ${reverse}`);
+  } finally {
+    await stack.close();
+    await redis.stop();
+  }
+});

@@ -146,6 +146,8 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
       { engine: 'iperf3' },
       { engine: 'builtin', protocol: 'udp', udp: { packetSize: 1400, rate: { packetsPerSecond: 5000 } } },
       { engine: 'builtin', test: 'rr' },
+      // A rate search whose first trial (max) passes: the link's search result.
+      { engine: 'builtin', protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 500 } }, search: { target: 'ndr', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 2000 }, confirmations: 0 } },
     ]) {
       await t.client.succeed({ duration: 1, flows: [flow('A', 'B')], ...spec }, 60_000);
     }

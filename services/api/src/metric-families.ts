@@ -4,7 +4,7 @@
  * Adding a family is a line here; how it is written out is exposition.ts's business.
  */
 import type { Agent } from '@niclab/shared/domain/contract';
-import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues } from '@niclab/shared/stores/metric-store';
+import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
@@ -18,6 +18,8 @@ export interface Link {
 /** What one scrape reads from the stores, shared by every family it renders. */
 export interface Snapshot {
   links: Link[];
+  /** Each link's latest rate-search result per datagram size and target. */
+  searches: { labels: SearchLabels; values: SearchValues }[];
   agents: Agent[];
   jobs: Record<string, number>;
   runs: Record<string, number>;
@@ -83,7 +85,13 @@ const HISTOGRAM_HELP: Record<HistogramName, string> = {
 };
 
 /** The fleet's families, in the order they are written. */
+const searchSamples = (s: Snapshot, value: (v: SearchValues) => number): Sample[] => s.searches.map(({ labels, values }) => ({ labels: { ...labels }, value: value(values) }));
+
 export const FLEET_FAMILIES: Family[] = [
+  // Rate searches (RFC 2544): the latest result per link, datagram size and target.
+  { name: 'niclab_search_rate_packets_per_second', help: 'Highest rate the last search on the link passed (per flow, NDR or PDR), by datagram size.', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.packetsPerSecond) },
+  { name: 'niclab_search_rate_wire_bits_per_second', help: 'The same rate on an IPv4 Ethernet wire (payload + 66 bytes a datagram).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.wireBitsPerSecond) },
+  { name: 'niclab_search_timestamp_seconds', help: 'When the search behind the rate ended (Unix time).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.endedAt) },
   // Outcomes and the queue.
   { name: 'niclab_runs_total', help: 'Runs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.runs) },
   { name: 'niclab_jobs_total', help: 'Jobs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.jobs) },

@@ -9,4 +9,6 @@ export interface JobObserver {
   jobMoved?(job: Job, to: JobStatus): Promise<void>;
   runEnded?(job: Job, run: Run): Promise<void>;
   progressed?(jobId: string, runsDone: number, runsTotal: number): Promise<void>;
+  /** The job reached a terminal status; `runs` are all of its runs (read only when an observer asks). */
+  jobEnded?(job: Job, runs: Run[]): Promise<void>;
 }

@@ -150,7 +150,13 @@ export class JobStore {
     const moved = (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
     if (moved) {
       const job = await this.get(id);
-      if (job) for (const observer of this.observers) await observer.jobMoved?.(job, to);
+      if (job) {
+        for (const observer of this.observers) await observer.jobMoved?.(job, to);
+        if (TERMINAL_STATUSES.includes(to) && this.observers.some((o) => o.jobEnded)) {
+          const runs = await this.listRuns(id);
+          for (const observer of this.observers) await observer.jobEnded?.(job, runs);
+        }
+      }
     }
     return moved;
   }

@@ -40,6 +40,8 @@ export class Keys {
   get historyIndexes(): string { return `${this.prefix}:history:indexes`; }
   /** The last result of every measured link, by its labels. */
   get links(): string { return `${this.prefix}:links`; }
+  /** A rate search's last result per link and datagram size: labels JSON -> values JSON. */
+  get searchLinks(): string { return `${this.prefix}:search-links`; }
 
   /** A schedule's definition and counts; the set of all schedule names. */
   schedule(name: string): string { return `${this.prefix}:schedule:${name}`; }

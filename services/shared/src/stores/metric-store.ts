@@ -7,6 +7,28 @@ import type { Redis } from 'ioredis';
 import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run } from '../domain/contract.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
+import { legsOf } from '../domain/plan.js';
+import { searchResults } from '../domain/rate-search.js';
+
+/** The labels of a link's last rate search at one datagram size (bounded: no job id). */
+export interface SearchLabels {
+  src_agent: string;
+  src_interface: string;
+  dst_agent: string;
+  dst_interface: string;
+  engine: string;
+  target: string;
+  packet_size: string;
+  schedule: string;
+}
+
+/** What a search found on that link: per flow, payload and on the wire; when its job ended. */
+export interface SearchValues {
+  packetsPerSecond: number;
+  bitsPerSecond: number;
+  wireBitsPerSecond: number;
+  endedAt: number;
+}
 
 /** Upper bounds (seconds) of the job histograms' buckets. */
 export const HISTOGRAMS = {
@@ -90,6 +112,34 @@ export class MetricStore implements JobObserver {
     const raw = await this.redis.hgetall(this.keys.statsHistogram(name));
     const buckets = [...HISTOGRAMS[name].map(String), '+Inf'].map((le) => [le, Number(raw[le] ?? 0)] as [string, number]);
     return { buckets, sum: Number(raw.sum ?? 0), count: Number(raw.count ?? 0) };
+  }
+
+  /**
+   * A search job that succeeded: what it found at each point, per direction of each pair, as
+   * that link's latest search result at that size. A point that found nothing is left out.
+   */
+  async jobEnded(job: Job, runs: Run[]): Promise<void> {
+    if (!job.spec.search || job.status !== 'succeeded') return;
+    const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
+    const multi = this.redis.multi();
+    for (const result of searchResults(job.spec, runs)) {
+      if (!result.found) continue;
+      for (const leg of legsOf(job.spec, result.point)) {
+        const labels: SearchLabels = {
+          src_agent: leg.sender.agent, src_interface: leg.sender.interface, dst_agent: leg.receiver.agent, dst_interface: leg.receiver.interface,
+          engine: job.spec.engine, target: result.target, packet_size: String(result.packetSize), schedule: job.spec.labels?.schedule ?? '',
+        };
+        const values: SearchValues = { packetsPerSecond: result.found.packetsPerSecond, bitsPerSecond: result.found.bitsPerSecond, wireBitsPerSecond: result.found.wireBitsPerSecond, endedAt };
+        multi.hset(this.keys.searchLinks, JSON.stringify(labels), JSON.stringify(values));
+      }
+    }
+    await multi.exec();
+  }
+
+  /** Every link's latest search results, parsed (a few per link: one per size and target). */
+  async searchLinks(): Promise<{ labels: SearchLabels; values: SearchValues }[]> {
+    const raw = await this.redis.hgetall(this.keys.searchLinks);
+    return Object.entries(raw).map(([labels, values]) => ({ labels: JSON.parse(labels) as SearchLabels, values: JSON.parse(values) as SearchValues }));
   }
 
   /** The links as stored: JSON of the labels → JSON of the values (/metrics parses only what changed). */
