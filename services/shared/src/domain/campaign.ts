@@ -7,6 +7,7 @@ import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from '.
 import { halfWidthPercent, summarize } from './statistics.js';
 import { kindOf, type Headline } from './test-kinds/index.js';
 import { maxSearchRuns, RateSearch } from './rate-search.js';
+import { perFinishedRuns } from './finished-runs.js';
 
 /** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
 export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
@@ -125,15 +126,8 @@ export class SweepRepeat implements CampaignStrategy {
     return everyRunOutcome(finished.values());
   }
 
-  /** Where each point stands; recomputed only when a run has finished (runs are only ever added). */
-  private cached: { size: number; states: Map<string, PointState> } | undefined;
-
-  private states(finished: ReadonlyMap<number, Run>): Map<string, PointState> {
-    if (this.cached?.size !== finished.size) {
-      this.cached = { size: finished.size, states: pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled')) };
-    }
-    return this.cached.states;
-  }
+  /** Where each point stands. */
+  private readonly states = perFinishedRuns((finished) => pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled')));
 }
 
 /** The strategy a job's spec asks for: a rate search, or every point repeated. */

@@ -13,6 +13,7 @@ import type { components } from '../generated/openapi.js';
 import { legsOf, pointKey, sweepPoints, type PlannedRun } from './plan.js';
 import { udpPacketsPerSecond } from './udp-rate.js';
 import { kindOf } from './test-kinds/index.js';
+import { perFinishedRuns } from './finished-runs.js';
 
 export type RateSearchSpec = NonNullable<JobSpec['search']>;
 export type SearchResult = components['schemas']['SearchResult'];
@@ -117,13 +118,22 @@ interface PointSearch {
   stoppedBy: SearchResult['stoppedBy'];
 }
 
+/** The search's settings with their defaults: trials a passing rate needs, resolution as a fraction, the trial cap. */
+function settingsOf(search: RateSearchSpec): { need: number; resolution: number; maxTrials: number } {
+  return {
+    need: 1 + (search.confirmations ?? searchDefaults.confirmations),
+    resolution: (search.resolutionPercent ?? searchDefaults.resolutionPercent) / 100,
+    maxTrials: search.maxTrials ?? searchDefaults.maxTrials,
+  };
+}
+
 /** Replays one point's search from its trials (in run order) and says what comes next. */
 function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointSearch {
   const search = spec.search!;
+  const { need, resolution, maxTrials } = settingsOf(search);
   const size = packetSizeAt(spec, point);
   const min = Math.max(1, Math.round(udpPacketsPerSecond({ packetSize: size, rate: search.min ?? searchDefaults.min })));
   const max = Math.max(min, Math.round(udpPacketsPerSecond({ packetSize: size, rate: search.max! })));
-  const need = 1 + (search.confirmations ?? searchDefaults.confirmations);
   const state: PointSearch = { point, key: pointKey(point), min, max, trials: [], errored: 0, low: null, high: null, next: null, stoppedBy: null };
   const passes = new Map<number, number>();
   for (const run of runs) {
@@ -141,8 +151,6 @@ function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointSearch {
       if (count >= need && (state.high === null || rate < state.high)) state.low = Math.max(state.low ?? 0, rate);
     }
   }
-  const maxTrials = search.maxTrials ?? searchDefaults.maxTrials;
-  const resolution = (search.resolutionPercent ?? searchDefaults.resolutionPercent) / 100;
   // A rate that passed some of its trials and failed none is confirmed before anything else.
   const pending = [...passes].find(([rate, count]) => count < need && (state.high === null || rate < state.high) && rate > (state.low ?? 0));
   if (state.errored >= MAX_ERRORED_TRIALS) state.stoppedBy = 'errors';
@@ -168,21 +176,21 @@ export function searchStates(spec: JobSpec, finished: Iterable<Run>): PointSearc
   const byBase = new Map<string, Run[]>();
   for (const run of [...finished].filter((r) => r.status === 'succeeded' || r.status === 'failed').sort((a, b) => a.index - b.index)) {
     const key = pointKey(basePoint(run.point));
-    byBase.set(key, [...(byBase.get(key) ?? []), run]);
+    const list = byBase.get(key);
+    if (list) list.push(run);
+    else byBase.set(key, [run]);
   }
   return sweepPoints(spec).map((point) => replay(spec, point, byBase.get(pointKey(point)) ?? []));
 }
 
 /** Trials a search of `min`..`max` at `resolutionPercent` takes at most when every rate passes first time. */
 function estimatedTrials(spec: JobSpec, state: PointSearch): number {
-  const search = spec.search!;
-  const need = 1 + (search.confirmations ?? searchDefaults.confirmations);
-  const resolution = (search.resolutionPercent ?? searchDefaults.resolutionPercent) / 100;
+  const { need, resolution, maxTrials } = settingsOf(spec.search!);
   const low = state.low ?? state.min;
   const high = state.high ?? state.max;
   const halvings = high > low ? Math.ceil(Math.log2(Math.max(1, (high - low) / Math.max(1, high * resolution)))) : 0;
   const left = state.stoppedBy ? 0 : (state.high === null ? 1 : 0) + halvings * need;
-  return Math.min(search.maxTrials ?? searchDefaults.maxTrials, state.trials.length + left);
+  return Math.min(maxTrials, state.trials.length + left);
 }
 
 /** What the search has found at each point, for the report. */
@@ -221,8 +229,11 @@ export function searchResults(spec: JobSpec, finished: Iterable<Run>): SearchRes
 export class RateSearch {
   constructor(private readonly spec: JobSpec) {}
 
+  /** Every point's search, replayed from the finished runs. */
+  private readonly states = perFinishedRuns((finished) => searchStates(this.spec, finished.values()));
+
   next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
-    const states = searchStates(this.spec, finished.values());
+    const states = this.states(finished);
     const current = states.find((s) => s.next !== null);
     if (!current) return null;
     const index = finished.size === 0 ? 0 : Math.max(...finished.keys()) + 1;
@@ -230,7 +241,7 @@ export class RateSearch {
   }
 
   expectedRuns(finished: ReadonlyMap<number, Run>): number {
-    return searchStates(this.spec, finished.values()).reduce((sum, state) => sum + estimatedTrials(this.spec, state), 0);
+    return this.states(finished).reduce((sum, state) => sum + estimatedTrials(this.spec, state), 0);
   }
 
   /**
@@ -238,7 +249,7 @@ export class RateSearch {
    * a point's search gave up on errors (or every trial failed), not for one lost trial.
    */
   outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
-    const gaveUp = searchStates(this.spec, finished.values()).find((state) => state.stoppedBy === 'errors');
+    const gaveUp = this.states(finished).find((state) => state.stoppedBy === 'errors');
     if (!gaveUp) return null;
     const first = [...finished.values()].filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index)[0]?.error;
     return { code: 'runs_failed', message: `the search gave up after ${MAX_ERRORED_TRIALS} trials failed with errors${first ? `; first: ${first.message}` : ''}` };
@@ -247,5 +258,5 @@ export class RateSearch {
 
 /** Runs a search job may make at most (the submission's cap and progress total before it starts). */
 export function maxSearchRuns(spec: JobSpec): number {
-  return sweepPoints(spec).length * (spec.search!.maxTrials ?? searchDefaults.maxTrials);
+  return sweepPoints(spec).length * settingsOf(spec.search!).maxTrials;
 }

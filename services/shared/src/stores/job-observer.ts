@@ -9,6 +9,6 @@ export interface JobObserver {
   jobMoved?(job: Job, to: JobStatus): Promise<void>;
   runEnded?(job: Job, run: Run): Promise<void>;
   progressed?(jobId: string, runsDone: number, runsTotal: number): Promise<void>;
-  /** The job reached a terminal status; `runs` are all of its runs (read only when an observer asks). */
-  jobEnded?(job: Job, runs: Run[]): Promise<void>;
+  /** The job reached a terminal status; `runs()` reads all of its runs, once, for an observer that needs them. */
+  jobEnded?(job: Job, runs: () => Promise<Run[]>): Promise<void>;
 }

@@ -152,8 +152,9 @@ export class JobStore {
       const job = await this.get(id);
       if (job) {
         for (const observer of this.observers) await observer.jobMoved?.(job, to);
-        if (TERMINAL_STATUSES.includes(to) && this.observers.some((o) => o.jobEnded)) {
-          const runs = await this.listRuns(id);
+        if (TERMINAL_STATUSES.includes(to)) {
+          let read: Promise<Run[]> | undefined;
+          const runs = () => (read ??= this.listRuns(id));
           for (const observer of this.observers) await observer.jobEnded?.(job, runs);
         }
       }

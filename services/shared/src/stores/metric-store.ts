@@ -118,11 +118,11 @@ export class MetricStore implements JobObserver {
    * A search job that succeeded: what it found at each point, per direction of each pair, as
    * that link's latest search result at that size. A point that found nothing is left out.
    */
-  async jobEnded(job: Job, runs: Run[]): Promise<void> {
+  async jobEnded(job: Job, runs: () => Promise<Run[]>): Promise<void> {
     if (!job.spec.search || job.status !== 'succeeded') return;
     const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
     const multi = this.redis.multi();
-    for (const result of searchResults(job.spec, runs)) {
+    for (const result of searchResults(job.spec, await runs())) {
       if (!result.found) continue;
       for (const leg of legsOf(job.spec, result.point)) {
         const labels: SearchLabels = {

@@ -1,5 +1,5 @@
 /**
- * SO_SNDBUF/SO_RCVBUF and TCP_INFO for TCP sockets. Node has neither for TCP, so this calls
+ * SO_SNDBUF/SO_RCVBUF (for TCP sockets and, by descriptor, the batched UDP one) and TCP_INFO. Node has neither for TCP, so this calls
  * libc's setsockopt/getsockopt through koffi, an FFI whose prebuilt binary comes as an npm
  * package (no compiler, no install script). Loaded on first use, so the rest of the engine
  * works on a host where it cannot load.
@@ -62,19 +62,26 @@ function lib(): Libc {
  * the value and caps it at net.core.[rw]mem_max; readSocketBuffers tells what took effect.
  */
 export function setSocketBuffers(handle: Socket | Server, bytes: number): void {
-  const { setsockopt } = lib();
   const fd = fdOf(handle);
-  const value = Buffer.alloc(4);
-  value.writeInt32LE(bytes);
-  for (const name of [SO_SNDBUF, SO_RCVBUF]) {
-    if (setsockopt(fd, SOL_SOCKET, name, value, 4) !== 0) throw new Error(`setsockopt(${name === SO_SNDBUF ? 'SO_SNDBUF' : 'SO_RCVBUF'}, ${bytes}) failed`);
-  }
+  setSocketBuffer(fd, 'send', bytes);
+  setSocketBuffer(fd, 'receive', bytes);
 }
 
 /** The effective SO_SNDBUF/SO_RCVBUF, read back from the kernel. */
 export function readSocketBuffers(handle: Socket | Server): { sendBytes: number; receiveBytes: number } {
+  return readSocketBuffersOf(fdOf(handle));
+}
+
+/** SO_SNDBUF or SO_RCVBUF of any socket by its descriptor (the batched UDP socket's too). */
+export function setSocketBuffer(fd: number, which: 'send' | 'receive', bytes: number): void {
+  const value = Buffer.alloc(4);
+  value.writeInt32LE(bytes);
+  if (lib().setsockopt(fd, SOL_SOCKET, which === 'send' ? SO_SNDBUF : SO_RCVBUF, value, 4) !== 0) throw new Error(`setsockopt(${which === 'send' ? 'SO_SNDBUF' : 'SO_RCVBUF'}, ${bytes}) failed`);
+}
+
+/** The effective SO_SNDBUF/SO_RCVBUF of a socket by its descriptor. */
+export function readSocketBuffersOf(fd: number): { sendBytes: number; receiveBytes: number } {
   const { getsockopt } = lib();
-  const fd = fdOf(handle);
   const read = (name: number) => {
     const value = Buffer.alloc(4);
     if (getsockopt(fd, SOL_SOCKET, name, value, [4]) !== 0) throw new Error('getsockopt failed');

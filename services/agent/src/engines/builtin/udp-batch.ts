@@ -8,15 +8,13 @@
  */
 import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
+import { readSocketBuffersOf, setSocketBuffer } from './sockopt.js';
 
 const AF_INET = 2;
 const AF_INET6 = 10;
 const SOCK_DGRAM = 2;
 const SOCK_NONBLOCK = 0o4000;
 const SOCK_CLOEXEC = 0o2000000;
-const SOL_SOCKET = 1;
-const SO_SNDBUF = 7;
-const SO_RCVBUF = 8;
 const MSG_DONTWAIT = 0x40;
 const EAGAIN = 11;
 /** struct mmsghdr: a struct msghdr (56 bytes: name, namelen, iov, iovlen, control, controllen, flags) and msg_len. */
@@ -32,8 +30,6 @@ interface Libc {
   bind(fd: number, address: Buffer, length: number): number;
   connect(fd: number, address: Buffer, length: number): number;
   getsockname(fd: number, address: Buffer, length: number[]): number;
-  setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number;
-  getsockopt(fd: number, level: number, name: number, value: Buffer, length: number[]): number;
   inet_pton(family: number, text: string, out: Buffer): number;
   recvmmsg(fd: number, messages: Buffer, count: number, flags: number, timeout: null): number;
   sendmmsg(fd: number, messages: Buffer, count: number, flags: number): number;
@@ -59,8 +55,6 @@ function load(): { libc: Libc; koffi: Koffi } | Error {
       bind: lib.func('int bind(int, const void *, uint32_t)'),
       connect: lib.func('int connect(int, const void *, uint32_t)'),
       getsockname: lib.func('int getsockname(int, _Out_ void *, _Inout_ uint32_t *)'),
-      setsockopt: lib.func('int setsockopt(int, int, int, const void *, uint32_t)'),
-      getsockopt: lib.func('int getsockopt(int, int, int, _Out_ void *, _Inout_ uint32_t *)'),
       inet_pton: lib.func('int inet_pton(int, const char *, _Out_ void *)'),
       recvmmsg: lib.func('int recvmmsg(int, void *, unsigned int, int, void *)'),
       sendmmsg: lib.func('int sendmmsg(int, void *, unsigned int, int)'),
@@ -127,8 +121,8 @@ export class BatchSocket {
     if (fd < 0) return new Error(`socket() failed (errno ${koffi.errno()})`);
     const socket = new BatchSocket(libc, koffi, fd);
     try {
-      if (buffers.receive) socket.set(SO_RCVBUF, buffers.receive);
-      if (buffers.send) socket.set(SO_SNDBUF, buffers.send);
+      if (buffers.receive) setSocketBuffer(fd, 'receive', buffers.receive);
+      if (buffers.send) setSocketBuffer(fd, 'send', buffers.send);
       const local = sockaddr(libc, address, 0);
       if (libc.bind(fd, local, local.length) !== 0) throw new Error(`bind(${address}) failed (errno ${koffi.errno()})`);
     } catch (error) {
@@ -136,18 +130,6 @@ export class BatchSocket {
       throw error;
     }
     return socket;
-  }
-
-  private set(name: number, bytes: number): void {
-    const value = Buffer.alloc(4);
-    value.writeInt32LE(bytes);
-    if (this.libc.setsockopt(this.fd, SOL_SOCKET, name, value, 4) !== 0) throw new Error(`setsockopt(${name === SO_RCVBUF ? 'SO_RCVBUF' : 'SO_SNDBUF'}, ${bytes}) failed (errno ${this.koffi.errno()})`);
-  }
-
-  private get(name: number): number {
-    const value = Buffer.alloc(4);
-    if (this.libc.getsockopt(this.fd, SOL_SOCKET, name, value, [4]) !== 0) throw new Error('getsockopt failed');
-    return value.readInt32LE();
   }
 
   /** The port the socket is bound to. */
@@ -164,7 +146,7 @@ export class BatchSocket {
 
   /** The effective SO_SNDBUF/SO_RCVBUF, read back from the kernel. */
   buffers(): { sendBytes: number; receiveBytes: number } {
-    return { sendBytes: this.get(SO_SNDBUF), receiveBytes: this.get(SO_RCVBUF) };
+    return readSocketBuffersOf(this.fd);
   }
 
   /** A batch of `count` datagrams of at most `slotBytes` each, for send and receive. */
