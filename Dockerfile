@@ -40,6 +40,7 @@ COPY --from=build /src/services/coordinator/package.json services/coordinator/
 COPY --from=build /src/services/coordinator/dist services/coordinator/dist
 COPY --from=build /src/services/api/package.json services/api/
 COPY --from=build /src/services/api/dist services/api/dist
+COPY --from=build /src/services/api/ui/static services/api/ui/static
 COPY --from=build /src/services/cli/package.json services/cli/
 COPY --from=build /src/services/cli/dist services/cli/dist
 RUN mkdir -p /var/lib/niclab && chown node:node /var/lib/niclab \

@@ -4,9 +4,10 @@ import { docsRouter } from './docs.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { handlers } from './handlers/index.js';
 import { specRouter } from './router.js';
+import { uiRouter } from './ui.js';
 import type { ApiServices } from './services.js';
 
-/** Builds the API (no listen): JSON body parsing, the routes of openapi.yaml, docs, problem+json errors. */
+/** Builds the API (no listen): JSON body parsing, the routes of openapi.yaml, docs, the /ui page, problem+json errors. */
 export function createApp(services: ApiServices): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -23,6 +24,7 @@ export function createApp(services: ApiServices): Express {
   });
   app.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(loadOpenApi().text));
   app.use(docsRouter());
+  app.use(uiRouter());
   app.use(specRouter(handlers, services));
   app.use(notFound);
   app.use(errorMiddleware(services.log));

@@ -1,0 +1,80 @@
+/** The public API as the page uses it: every request carries the session's token. */
+import type { components } from '@niclab/shared/generated/openapi';
+
+export type Schemas = components['schemas'];
+export type Job = Schemas['Job'];
+export type JobStatus = Schemas['JobStatus'];
+
+const TOKEN_KEY = 'niclab.token';
+
+/** The bearer token lives in sessionStorage: gone when the tab closes, never in a cookie. */
+export const token = {
+  get: (): string => sessionStorage.getItem(TOKEN_KEY) ?? '',
+  set(value: string): void {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+/** An error answer of the API, with its problem+json body (title, detail, the fields named). */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly problem: { title?: string; detail?: string; errors?: { field: string; message: string }[] }) {
+    super(problem.detail ?? problem.title ?? `HTTP ${status}`);
+  }
+}
+
+function headers(accept: string): Record<string, string> {
+  const t = token.get();
+  return t ? { Accept: accept, Authorization: `Bearer ${t}` } : { Accept: accept };
+}
+
+async function send(path: string, accept: string, signal?: AbortSignal): Promise<Response> {
+  const res = await fetch(path, { headers: headers(accept), signal });
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => ({})));
+  return res;
+}
+
+export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
+  return (await send(path, 'application/json', signal)).json() as Promise<T>;
+}
+
+export async function getText(path: string, accept: string, signal?: AbortSignal): Promise<string> {
+  return (await send(path, accept, signal)).text();
+}
+
+export const FINAL: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
+
+export type JobEvent = Schemas['JobEvent'];
+
+/**
+ * A job's server-sent events, read with fetch rather than EventSource, which cannot send the
+ * Authorization header. Ends with the stream (after the job's final status) or the signal.
+ */
+export async function* jobEvents(id: string, signal: AbortSignal): AsyncGenerator<JobEvent> {
+  const res = await send(`/v1/jobs/${encodeURIComponent(id)}/events`, 'text/event-stream', signal);
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = frame.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n');
+      if (data) yield JSON.parse(data) as JobEvent;
+    }
+  }
+}
+
+/** Saves what a path answers as a file: a plain link could not carry the token. */
+export async function download(path: string, filename: string, accept: string): Promise<void> {
+  const blob = await (await send(path, accept)).blob();
+  const url = URL.createObjectURL(blob);
+  const a = Object.assign(document.createElement('a'), { href: url, download: filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -1,0 +1,94 @@
+import { download, FINAL, getJson, getText, jobEvents, type Job, type Schemas } from '../api.js';
+import { h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
+import { LiveChart } from '../live-chart.js';
+import type { PageContext } from '../page.js';
+
+type Report = Schemas['Report'];
+type Summary = Schemas['NullableRepeatSummary'];
+
+const pointText = (point: Record<string, unknown>): string => Object.entries(point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ') || '–';
+const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}–${mbps(s.confidenceInterval[1])}` : '–');
+
+function specText(job: Job): string {
+  const s = job.spec;
+  return `${s.engine} ${s.protocol} ${s.test}, ${s.flows.length} flow${s.flows.length > 1 ? 's' : ''}, ${s.duration} s per run`;
+}
+
+function downloadButton(label: string, path: string, filename: string, accept: string, fail: (e: unknown) => void): HTMLButtonElement {
+  const button = h('button', { type: 'button', class: 'download', 'data-path': path }, label);
+  button.addEventListener('click', () => void download(path, filename, accept).catch(fail));
+  return button;
+}
+
+/** The iperf3 JSON each end kept, as the runs link it (`diagnostics.*.rawOutput`). */
+function rawLinks(job: Job, fail: (e: unknown) => void): HTMLButtonElement[] {
+  return (job.runs ?? []).flatMap((run) => run.flows.flatMap((flow, n) => (['sender', 'receiver'] as const).flatMap((end) => {
+    const path = flow.diagnostics[end]?.rawOutput;
+    return path ? [downloadButton(`run ${run.index} flow ${n} ${end} (iperf3 JSON)`, path, `${job.id}-run${run.index}-flow${n}-${end}.json`, 'application/json', fail)] : [];
+  })));
+}
+
+function reportTable(report: Report): HTMLTableElement {
+  const rows = report.points.flatMap((p) => [
+    ...p.flows.map((f) => [pointText(p.point), `${f.flowIndex} ${f.direction}: ${f.from.agent}:${f.from.interface} → ${f.to.agent}:${f.to.interface}`, mbps(f.bitsPerSecond?.mean), interval(f.bitsPerSecond), f.bitsPerSecond?.n ?? 0, f.retransmits?.mean?.toFixed(1) ?? '–', f.udpLossRatio ? `${(f.udpLossRatio.mean * 100).toFixed(3)}%` : '–']),
+    [pointText(p.point), 'total', mbps(p.total.bitsPerSecond?.mean), interval(p.total.bitsPerSecond), p.total.bitsPerSecond?.n ?? 0, p.total.retransmits?.mean?.toFixed(1) ?? '–', ''],
+  ]);
+  return table(['point', 'flow', 'Mbit/s (mean)', '95% interval', 'n', 'retransmits', 'loss'], rows, { id: 'report-table' });
+}
+
+/**
+ * One job. While it runs: its status and progress from its event stream, and the current
+ * run's intervals as they are taken. When it is done: the API's figure (`report?format=svg`),
+ * the report's table, and downloads.
+ */
+export async function jobPage({ root, args, signal, fail }: PageContext): Promise<void> {
+  const id = args[0] ?? '';
+  const path = `/v1/jobs/${encodeURIComponent(id)}`;
+  let job = await getJson<Job>(path, signal);
+  const status = h('span', { id: 'job-status' }, statusBadge(job.status));
+  const bar = h('progress', { id: 'job-progress', max: String(job.progress.runsTotal), value: String(job.progress.runsDone) });
+  const progress = h('span', { id: 'job-progress-text' }, `${job.progress.runsDone}/${job.progress.runsTotal} runs`);
+  const error = h('p', { id: 'job-error', class: 'error' });
+  const live = h('section', { id: 'live' });
+  const done = h('section', { id: 'done' });
+  root.replaceChildren(
+    h('h1', {}, 'Job ', h('code', {}, id)),
+    h('p', {}, status, ' ', bar, ' ', progress, ' · ', specText(job), ' · created ', when(job.createdAt), ' by ', job.owner),
+    h('p', {}, h('a', { href: `#/compare?baseline=${id}` }, 'Compare with another job…')),
+    error, live, done,
+  );
+  const showProgress = (p: { runsDone: number; runsTotal: number }) => {
+    bar.max = p.runsTotal;
+    bar.value = p.runsDone;
+    progress.textContent = `${p.runsDone}/${p.runsTotal} runs`;
+  };
+  const showError = (e: Job['error']) => void (error.textContent = e ? `${e.code}: ${e.message}` : '');
+  showError(job.error);
+
+  if (!FINAL.includes(job.status)) {
+    const chart = new LiveChart();
+    live.replaceChildren(h('h2', {}, 'Current run'), chart.element);
+    for await (const event of jobEvents(id, signal)) {
+      if (event.type === 'status') {
+        status.replaceChildren(statusBadge(event.status));
+        showProgress(event.progress);
+        showError(event.error);
+      } else if (event.type === 'progress') showProgress(event);
+      else if (event.type === 'interval') chart.add(event.runId, event.leg, event.interval);
+    }
+    job = await getJson<Job>(path, signal);
+  }
+  const [svg, report] = await Promise.all([getText(`${path}/report?format=svg`, 'image/svg+xml', signal), getJson<Report>(`${path}/report`, signal)]);
+  done.replaceChildren(
+    h('h2', {}, 'Report'),
+    h('figure', { id: 'report-chart' }, inlineSvg(svg)),
+    reportTable(report),
+    h('h2', {}, 'Downloads'),
+    h('p', { id: 'downloads' },
+      downloadButton('report (CSV)', `${path}/report?format=csv`, `${id}.csv`, 'text/csv', fail),
+      downloadButton('report (JSON)', `${path}/report`, `${id}-report.json`, 'application/json', fail),
+      downloadButton('chart (SVG)', `${path}/report?format=svg`, `${id}.svg`, 'image/svg+xml', fail),
+      downloadButton('job with runs (JSON)', path, `${id}.json`, 'application/json', fail),
+      ...rawLinks(job, fail)),
+  );
+}
