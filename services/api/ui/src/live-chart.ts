@@ -5,7 +5,7 @@
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const W = 640;
 const H = 220;
-const PAD = { left: 56, right: 12, top: 14, bottom: 32 };
+const PAD = { left: 56, right: 12, top: 24, bottom: 32 };
 const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
 
 interface Sample {
@@ -57,7 +57,7 @@ export class LiveChart {
       nodes.push(t);
     };
     label('time (s)', { x: (W + PAD.left) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis-title' });
-    label('Mbit/s', { x: 4, y: PAD.top + 4, class: 'axis-title' });
+    label('Mbit/s', { x: 4, y: 12, class: 'axis-title' });
     label(maxY.toFixed(maxY < 10 ? 1 : 0), { x: PAD.left - 4, y: PAD.top + 10, 'text-anchor': 'end' });
     label(maxX.toFixed(1), { x: W - PAD.right, y: H - PAD.bottom + 14, 'text-anchor': 'end' });
     for (const [leg, samples] of this.legs) {

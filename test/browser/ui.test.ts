@@ -1,0 +1,195 @@
+/**
+ * /ui in a real browser (Debian's chromium, driven by playwright-core) against a real niclab
+ * (API, agent and coordinator processes, a private Redis) that needs a token: the 401 path,
+ * a job watched live then its report figure and downloads, a comparison, the agents' interfaces
+ * and schedules. Each page leaves a screenshot in test-output/ui/ and may log no error.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { newToken } from '@niclab/api/policy';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { skipUnlessProvided } from '../helpers/skip.js';
+import { markItems, parseSvg } from '../helpers/svg.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = skipUnlessProvided(!existsSync(CHROMIUM) && `needs Debian's chromium at ${CHROMIUM} (apt-get install chromium)`);
+const OUT = fileURLToPath(new URL('../../test-output/ui/', import.meta.url));
+
+const user = newToken();
+const lo = { agent: 'ui', interface: 'lo' };
+const sweep = (duration: number) => ({ duration, interval: 0.25, retries: 2, sweep: { bufferLength: [8192, 65536] }, flows: [{ from: lo, to: lo }] });
+let niclab: TestNiclab;
+let browser: Browser;
+let dir: string;
+
+/** Records every text the job page's progress shows, so a test sees the steps it went through. */
+const RECORD_PROGRESS = `window.progressSeen = [];
+new MutationObserver(() => {
+  const text = document.getElementById('job-progress-text')?.textContent;
+  if (text && window.progressSeen.at(-1) !== text) window.progressSeen.push(text);
+}).observe(document, { subtree: true, childList: true, characterData: true });`;
+
+/** A page of its own (fresh session storage), the token in it unless asked not to, and its errors. */
+async function open(hash: string, { token = true } = {}): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 800 }, acceptDownloads: true });
+  if (token) await context.addInitScript({ content: `sessionStorage.setItem('niclab.token', ${JSON.stringify(user.token)})` });
+  await context.addInitScript({ content: RECORD_PROGRESS });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+  page.on('pageerror', (e) => void errors.push(`page error: ${e.message}`));
+  await page.goto(`${niclab.client.base}/ui#${hash}`);
+  return { page, errors };
+}
+
+/** Screenshot, then no console error or uncaught exception but those `expected` names. */
+async function close(page: Page, errors: string[], name: string, expected?: RegExp): Promise<void> {
+  await mkdir(OUT, { recursive: true });
+  await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: true });
+  await page.context().close();
+  assert.deepEqual(errors.filter((e) => !expected?.test(e)), [], `console errors on ${name}`);
+}
+
+/** The SVG a figure holds, read as the API's own SVG tests read it. */
+async function figure(page: Page, selector: string) {
+  return parseSvg(await page.locator(`${selector} > svg`).evaluate((el) => new (globalThis as unknown as { XMLSerializer: new () => { serializeToString(n: unknown): string } }).XMLSerializer().serializeToString(el)));
+}
+
+const mbit = (label: string | undefined) => Number(String(label).replace(/,/g, ''));
+
+describe('/ui in chromium', { skip }, () => {
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'niclab-ui-'));
+    const policy = join(dir, 'policy.yaml');
+    await writeFile(policy, `tokens:\n  - { name: lab, sha256: "${user.sha256}", scopes: [run] }\n`);
+    niclab = await startNiclab(['ui'], { NICLAB_POLICY_FILE: policy, NICLAB_SETUP_SECONDS: '10' }, user.token);
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'] });
+  });
+  after(async () => {
+    await browser?.close();
+    await niclab?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('without a token the page says one is needed, a wrong one is refused, the right one from the field works', async () => {
+    const { page, errors } = await open('/jobs', { token: false });
+    const notice = page.locator('#notice');
+    await notice.and(page.locator('[data-status="401"]')).waitFor();
+    assert.match(await notice.textContent() ?? '', /needs a token/);
+    await mkdir(OUT, { recursive: true });
+    await page.screenshot({ path: join(OUT, '401.png'), fullPage: true });
+    await page.fill('#token', 'not-a-token');
+    await page.click('#token-form button[type=submit]');
+    await page.locator('#notice', { hasText: 'refused' }).waitFor();
+    await page.fill('#token', user.token);
+    await page.click('#token-form button[type=submit]');
+    await page.locator('#jobs').waitFor();
+    assert.equal(await notice.isHidden(), true);
+    assert.equal(await page.evaluate('sessionStorage.getItem("niclab.token")'), user.token);
+    // chromium logs each refused request; nothing else may be logged.
+    await close(page, errors, 'jobs-with-token', /status of 401/);
+  });
+
+  test('the agents page lists the local agent with its interfaces, as /v1/agents has them', async () => {
+    const { body: agent } = await niclab.client.call('getAgent', 'GET', '/v1/agents/ui');
+    const { page, errors } = await open('/agents');
+    const section = page.locator('section[data-agent="ui"]');
+    await section.waitFor();
+    assert.match(await section.locator('h2').textContent() ?? '', /online/);
+    const rows = await section.locator('table.interfaces tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.deepEqual(rows.map((r) => r[0]), agent.interfaces.map((i: { name: string }) => i.name));
+    const loRow = rows.find((r) => r[0] === 'lo')!;
+    assert.equal(loRow[3], String(agent.interfaces.find((i: { name: string }) => i.name === 'lo').mtu));
+    assert.equal(loRow[6], 'free');
+    await close(page, errors, 'agents');
+  });
+
+  let watched: string;
+  test('a running job updates live on the jobs list and its own page; done, it shows its figure and downloads', async () => {
+    const submitted = await niclab.client.submit(sweep(4));
+    assert.equal(submitted.status, 202);
+    watched = submitted.body.id;
+    const list = await open('/jobs');
+    const job = await open(`/jobs/${watched}`);
+    const row = list.page.locator(`tr[data-job="${watched}"]`);
+
+    await job.page.locator('#job-status [data-status="running"]').waitFor({ timeout: 30_000 });
+    await row.locator('[data-status="running"]').waitFor();
+    // What is leased now: the running job holds lo.
+    const agents = await open('/agents');
+    await agents.page.locator('section[data-agent="ui"] .leased a', { hasText: watched.slice(0, 8) }).first().waitFor({ timeout: 10_000 });
+    await close(agents.page, agents.errors, 'agents-leased');
+    // The receiver's samples arrive as the run goes: the live chart gains points.
+    await job.page.waitForFunction('document.querySelectorAll(".live-chart circle.sample").length >= 3', undefined, { timeout: 15_000 });
+    await job.page.screenshot({ path: join(OUT, 'job-running.png'), fullPage: true });
+    await list.page.screenshot({ path: join(OUT, 'jobs-running.png'), fullPage: true });
+
+    const { job: finished } = await niclab.client.finish(watched, 60_000);
+    assert.equal(finished.status, 'succeeded');
+    // The list polls every 5 s; within 2 s only the event stream can have said so.
+    await row.locator('[data-status="succeeded"]').waitFor({ timeout: 2000 });
+    assert.equal(await row.locator('td').nth(2).textContent(), '2/2');
+    await job.page.locator('#job-status [data-status="succeeded"]').waitFor({ timeout: 2000 });
+    const progress = await job.page.evaluate('window.progressSeen') as string[];
+    assert.deepEqual(progress.slice(-2), ['1/2 runs', '2/2 runs'], `the progress shown: ${progress.join(', ')}`);
+
+    await job.page.locator('#report-chart > svg').waitFor();
+    const { body: report } = await niclab.client.call('getReport', 'GET', `/v1/jobs/${watched}/report`);
+    const means = markItems(await figure(job.page, '#report-chart'), 'means', 'symbol');
+    assert.equal(means.length, 2);
+    for (const [i, p] of report.points.entries()) {
+      assert.ok(Math.abs(mbit(means[i]!['throughput (Mbit/s)']) - p.flows[0].bitsPerSecond.mean / 1e6) <= 0.01 + 1e-3 * p.flows[0].bitsPerSecond.mean / 1e6, JSON.stringify(means[i]));
+    }
+    assert.equal(await job.page.locator('#report-table tbody tr').count(), 4, 'a row per point and flow, and a total per point');
+    const [csv] = await Promise.all([job.page.waitForEvent('download'), job.page.click('#downloads button[data-path$="format=csv"]')]);
+    assert.equal(csv.suggestedFilename(), `${watched}.csv`);
+    const text = await readFile(await csv.path(), 'utf8');
+    const expected = await (await fetch(`${niclab.client.base}/v1/jobs/${watched}/report?format=csv`, { headers: { authorization: `Bearer ${user.token}` } })).text();
+    assert.equal(text, expected);
+    await close(list.page, list.errors, 'jobs');
+    await close(job.page, job.errors, 'job');
+  });
+
+  test('an iperf3 job offers each end\'s raw JSON for download', async () => {
+    const done = await niclab.client.succeed({ engine: 'iperf3', duration: 1, flows: [{ from: lo, to: lo }] }, 60_000);
+    const { page, errors } = await open(`/jobs/${done.id}`);
+    await page.locator('#downloads').waitFor();
+    const raw = page.locator('#downloads button', { hasText: 'iperf3 JSON' });
+    assert.equal(await raw.count(), 2);
+    const [file] = await Promise.all([page.waitForEvent('download'), raw.first().click()]);
+    const json = JSON.parse(await readFile(await file.path(), 'utf8'));
+    assert.ok(json.start && json.end, 'iperf3 --json output');
+    await close(page, errors, 'job-iperf3');
+  });
+
+  test('compare: pick two jobs, see the A/B figure and the verdict per point the API gives', async () => {
+    const other = await niclab.client.succeed(sweep(0.5), 60_000);
+    const { body: comparison } = await niclab.client.call('compareJobs', 'GET', `/v1/compare?baseline=${watched}&candidate=${other.id}`);
+    const { page, errors } = await open('/compare');
+    await page.selectOption('#pick-baseline', watched);
+    await page.selectOption('#pick-candidate', other.id);
+    await page.click('#compare-form button[type=submit]');
+    await page.locator('#compare-chart > svg').waitFor();
+    assert.equal(markItems(await figure(page, '#compare-chart'), 'bars', 'rect').length, 4);
+    const verdicts = await page.locator('#verdicts tbody tr td:last-child').allTextContents();
+    assert.deepEqual(verdicts, comparison.points.map((p: { verdict: string }) => p.verdict));
+    assert.equal(new URL(page.url()).hash, `#/compare?baseline=${watched}&candidate=${other.id}`);
+    await close(page, errors, 'compare');
+  });
+
+  test('the schedules page lists a schedule with its cadence', async () => {
+    const created = await niclab.client.call('createSchedule', 'POST', '/v1/schedules', { name: 'nightly-ui', cron: '0 2 * * *', spec: sweep(1) });
+    assert.equal(created.status, 201);
+    const { page, errors } = await open('/schedules');
+    const row = page.locator('#schedules tbody tr', { hasText: 'nightly-ui' });
+    await row.waitFor();
+    assert.match(await row.textContent() ?? '', /cron 0 2 \* \* \* \(UTC\)/);
+    await close(page, errors, 'schedules');
+  });
+});
