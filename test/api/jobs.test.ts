@@ -251,6 +251,26 @@ describe('agents', () => {
     assert.equal(missing.status, 404);
   });
 
+  test('each interface says which run holds its lease now, and is free again when it is released', async () => {
+    const leasedBy = async () => {
+      const res = await request(stack.app).get('/v1/agents');
+      assertResponse('listAgents', res);
+      const one = await request(stack.app).get(`/v1/agents/${AGENT}`);
+      assertResponse('getAgent', one);
+      const interfaces: { name: string; leasedBy: string | null }[] = res.body.items.find((a: { id: string }) => a.id === AGENT).interfaces;
+      assert.deepEqual(one.body.interfaces.map((i: { leasedBy: string | null }) => i.leasedBy), interfaces.map((i) => i.leasedBy));
+      return Object.fromEntries(interfaces.map((i) => [i.name, i.leasedBy]));
+    };
+    const before = await leasedBy();
+    assert.ok(Object.keys(before).length > 0);
+    assert.ok(Object.values(before).every((holder) => holder === null), JSON.stringify(before));
+    const target = { agent: AGENT, interface: 'lo' };
+    assert.equal(await stack.services.leases.acquire('run-held', [target]), null);
+    assert.deepEqual(await leasedBy(), { ...before, lo: 'run-held' });
+    await stack.services.leases.release('run-held', [target]);
+    assert.deepEqual(await leasedBy(), before);
+  });
+
   test('a stopped agent shows offline at once, and jobs naming it are refused', async () => {
     const agent = new AgentService({ ...stack.config, agentId: 'leaving' }, silentLog);
     await agent.start();

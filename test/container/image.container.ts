@@ -69,6 +69,14 @@ describe('the niclab image, built and run with podman', { skip }, () => {
     }
   });
 
+  test('the image serves the web page: /ui, its stylesheet and its modules', async () => {
+    for (const [path, type] of [['/ui', 'text/html'], ['/ui/assets/style.css', 'text/css'], ['/ui/js/main.js', 'text/javascript'], ['/ui/js/pages/job.js', 'text/javascript']]) {
+      const res = await fetch(`${client.base}${path}`);
+      assert.equal(res.status, 200, path);
+      assert.match(res.headers.get('content-type') ?? '', new RegExp(`^${type}`), path);
+    }
+  });
+
   test('the API runs as a non-root user, the agent as root with two capabilities; the healthcheck passes', async () => {
     assert.equal(await podman(['exec', names.api, 'id', '-u']), '1000');
     assert.equal(await podman(['exec', names.agent, 'id', '-u']), '0');

@@ -30,6 +30,8 @@ export interface ApiServices {
   /** /metrics' counts in Redis, kept by the store's observers. */
   metricStore: MetricStore;
   agents: AgentRegistry;
+  /** Interface leases, read to say which interfaces runs hold now. */
+  leases: Leases;
   jobsQueue: Queue;
   metrics: Metrics;
   schedules: Schedules;
@@ -51,13 +53,14 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
   const events = new EventHub(redis, keys);
+  const leases = new Leases(redis, keys);
   return {
-    config, policy, log, keys, redis, jobsQueue, store, results, metricStore, agents, schedules, events,
+    config, policy, log, keys, redis, jobsQueue, store, results, metricStore, agents, leases, schedules, events,
     cancels: new CancelBus(redis, keys),
     requestCounts: new RequestCounts(redis, keys),
     // An Idempotency-Key remembers the job it created for a day.
     idempotencyKeys: new IdempotencyKeys(redis, keys, 24 * 3600),
-    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases: new Leases(redis, keys) }),
+    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases }),
     async close() {
       events.close();
       await schedules.close();

@@ -1,10 +1,20 @@
+import type { Agent } from '@niclab/shared/domain/contract';
+import type { Leases } from '@niclab/shared/stores/leases';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import type { Handler } from '../handler.js';
 
-export const listAgents: Handler<'listAgents'> = async (_request, { agents }) => ({ status: 200, body: { items: await agents.list() } });
+/** The agents with each interface's lease holder now (`leasedBy`: a run id, or null). */
+async function withLeases(agents: Agent[], leases: Leases): Promise<Agent[]> {
+  const holders = await leases.holders(agents.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
+  let n = 0;
+  return agents.map((a) => ({ ...a, interfaces: a.interfaces.map((i) => ({ ...i, leasedBy: holders[n++] ?? null })) }));
+}
 
-export const getAgent: Handler<'getAgent'> = async ({ params }, { agents }) => {
+export const listAgents: Handler<'listAgents'> = async (_request, { agents, leases }) => ({ status: 200, body: { items: await withLeases(await agents.list(), leases) } });
+
+export const getAgent: Handler<'getAgent'> = async ({ params }, { agents, leases }) => {
   const agent = await agents.get(params.id);
   if (!agent) throw HttpProblem.notFound(`Agent ${params.id}`);
-  return { status: 200, body: agent };
+  const [withLease] = await withLeases([agent], leases);
+  return { status: 200, body: withLease! };
 };

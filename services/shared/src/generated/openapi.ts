@@ -1146,6 +1146,8 @@ export interface components {
             operstate: string;
             driver: string | null;
             addresses: components["schemas"]["Address"][];
+            /** @description The id of the run that holds a lease on this interface now, or null when it is free. In the API's answers (an agent does not report it). */
+            leasedBy?: string | null;
         };
         EngineInfo: {
             available: boolean;

@@ -105,6 +105,11 @@ export class Leases {
     return this.redis.get(this.keys.lease(target.agent, target.interface));
   }
 
+  /** Who holds the lease on each target now (a run id, or null), in the targets' order. */
+  async holders(targets: LeaseTarget[]): Promise<(string | null)[]> {
+    return targets.length === 0 ? [] : this.redis.mget(...targets.map((t) => this.keys.lease(t.agent, t.interface)));
+  }
+
   /** Marks `job` as waiting for `target`, for `ttlMs` (the waiter refreshes it while it waits). */
   async markWaiting(job: string, target: LeaseTarget, ttlMs: number): Promise<void> {
     await this.redis.set(this.keys.leaseWaiter(target.agent, target.interface), job, 'PX', ttlMs);
