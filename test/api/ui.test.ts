@@ -3,8 +3,12 @@
  * imports, with their content types and caching, no address beyond this API, and small.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import request from 'supertest';
+import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -60,4 +64,15 @@ test('a file the page does not have is a problem+json 404, and nothing outside i
     assert.equal(res.status, 404, path);
     assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8', path);
   }
+});
+
+test('the page reads only the public API: every API path in its source is a GET operation of openapi.yaml', () => {
+  const root = fileURLToPath(new URL('../../services/api/ui/src/', import.meta.url));
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const paths = files.flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/['`](\/v1\/[^'`?]*)/g)].map((m) => m[1]!.replace(/\$\{[^}]*\}/g, 'X')));
+  assert.ok(paths.length >= 6, paths.join(' '));
+  const doc = loadOpenApi().doc as unknown as { paths: Record<string, Record<string, unknown>> };
+  const gets = Object.entries(doc.paths).filter(([, item]) => 'get' in item).map(([template]) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`));
+  for (const path of paths) assert.ok(gets.some((re) => re.test(path)), `${path} is not a GET of openapi.yaml`);
+  assert.doesNotMatch(files.map((f) => readFileSync(join(root, f), 'utf8')).join('\n'), /method:\s*['"](POST|PUT|PATCH|DELETE)/i, 'the page changes nothing');
 });
