@@ -67,7 +67,7 @@ export async function jobPage({ root, args, signal, fail }: PageContext): Promis
 
   if (!FINAL.includes(job.status)) {
     const chart = new LiveChart();
-    live.replaceChildren(h('h2', {}, 'Current run'), chart.element);
+    live.replaceChildren(h('h2', {}, 'Current run'), chart.element, h('p', {}, job.spec.engine === 'builtin' ? '' : `Live samples come from the builtin engine; ${job.spec.engine} reports its intervals when the run ends.`));
     for await (const event of jobEvents(id, signal)) {
       if (event.type === 'status') {
         status.replaceChildren(statusBadge(event.status));
