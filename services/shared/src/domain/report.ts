@@ -3,6 +3,7 @@
  * as CSV (one header row) and as the nttcp table the seeds print.
  */
 import { alignTable } from './text-table.js';
+import { whereLost } from './attribution.js';
 import { byPoint, headline, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
@@ -178,6 +179,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       rows.push(['', '', 'remote', ...nttcpColumns(ok.map((r) => r.flows[leg]!.receiver))]);
     });
     out.push(alignTable(rows));
+    out.push(...whyLines(ok));
     const { name, table: { scale, unit, digits } } = kindOf(spec).headline;
     const total = p.total[name];
     if (total) {
@@ -190,6 +192,28 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);
+
+/**
+ * Per run and leg, crude's UDP figures (received, lost, out of order, jitter), where the lost
+ * datagrams went, and what limited the leg.
+ */
+function whyLines(runs: Run[]): string[] {
+  const out: string[] = [];
+  const udpRows = [['run', 'flow', 'sent', 'received', 'lost', 'loss %', 'out-of-order', 'jitter ms']];
+  const notes: string[] = [];
+  for (const run of runs) {
+    for (const f of run.flows) {
+      const label = `run ${run.index} flow ${f.flowIndex}${f.direction === 'reverse' ? ' reverse' : ''}`;
+      if (f.udp) {
+        udpRows.push([String(run.index), `${f.flowIndex}${f.direction === 'reverse' ? ' rev' : ''}`, String(f.udp.sent), String(f.udp.received), String(f.udp.lost), (f.udp.lossRatio * 100).toFixed(3), String(f.udp.outOfOrder), (f.udp.jitterSeconds * 1e3).toFixed(3)]);
+      }
+      if (f.lossAttribution && f.lossAttribution.lost > 0) notes.push(`${label}: ${whereLost(f.lossAttribution)}`);
+      if (f.bottleneck) notes.push(`${label}: bottleneck ${f.bottleneck.reason}`);
+    }
+  }
+  if (udpRows.length > 1) out.push(alignTable(udpRows));
+  return [...out, ...notes];
+}
 
 /**
  * Seed 002's table: per point (direction × size, as swept) the rate found and where loss
