@@ -6,7 +6,7 @@ import type { EndFigures, HostCounters, UdpFigures } from '@niclab/shared/domain
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 
 /** A host that counted nothing but the given deltas. */
-function host(over: { stats?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; overlapped?: boolean } = {}): HostCounters {
+function host(over: { stats?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; wait?: number; overlapped?: boolean } = {}): HostCounters {
   return {
     interfaceStatistics: { rx_packets: 0, tx_packets: 0, rx_dropped: 0, tx_dropped: 0, ...over.stats },
     ethtool: null,
@@ -15,7 +15,7 @@ function host(over: { stats?: Record<string, number>; udp?: Record<string, numbe
     softnet: { dropped: over.softnetDropped ?? 0, timeSqueeze: 0, perCpu: [] },
     udp: { RcvbufErrors: 0, SndbufErrors: 0, ...over.udp },
     tcpExt: over.tcpExt ?? {},
-    cpu: { samples: 5, perCpu: [], engineCore: over.core === undefined ? null : 1, engineCoreBusy: over.core ?? null },
+    cpu: { samples: 5, perCpu: [], engineCore: over.core === undefined ? null : 1, engineCoreBusy: over.core ?? null, engineWaitShare: over.wait ?? null },
     overlapped: over.overlapped ?? false,
   };
 }
@@ -49,8 +49,11 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(rcvbuf.evidence.receiverSocketBuffer, 13_352);
   assert.equal(rcvbuf.confident, true);
 
-  const taken = judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1 }), 2) })!;
-  assert.equal(taken.verdict, 'receiver CPU', 'socket-buffer drops while the receiver\'s core was busy: its CPU');
+  const taken = judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait: 0.45 }), 2) })!;
+  assert.equal(taken.verdict, 'receiver CPU', 'socket-buffer drops while the receiver\'s engine waited for its busy core: its CPU');
+  assert.match(taken.reason, /its core \(cpu1\) was 100% busy, the engine waited for a CPU 45% of the run/);
+  const othersBusy = judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait: 0.01 }), 2) })!;
+  assert.equal(othersBusy.verdict, 'receiver socket buffer', 'a busy core the engine never waited for did not starve it');
 
   const shaped = judgeBottleneck({ udp: udp(1_000, 600), bitsPerSecond: 2e7, retransmits: null, sender: end(host({ udp: { SndbufErrors: 400 }, qdisc: { kind: 'tbf', dropped: 400, overlimits: 900 } })), receiver: end(clean) })!;
   assert.equal(shaped.verdict, 'link');

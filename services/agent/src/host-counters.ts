@@ -1,5 +1,6 @@
 import { access, readFile, readdir } from 'node:fs/promises';
 import type { HostCounters } from '@niclab/shared/domain/contract';
+import { performance } from 'node:perf_hooks';
 import { command } from '@niclab/shared/runtime/command';
 
 /** Udp counters of /proc/net/snmp and TcpExt counters of /proc/net/netstat kept in a result. */
@@ -110,22 +111,29 @@ async function processCore(pid: number): Promise<number | null> {
 const active = new Set<HostWatch>();
 
 /**
- * One end's host counters around its engine. start() reads the cheap /sys and /proc files
- * (parallel reads, no process), starts tc and ethtool without waiting for them, and samples
+ * One end's host counters around its engine. start() begins the readings (/sys and /proc as
+ * parallel file reads, tc and ethtool as processes) without waiting for them, and samples
  * /proc/stat once a second; finish() reads everything again and gives the deltas.
  */
 export class HostWatch {
   private overlapped = false;
   private readonly samples: CpuTimes[][] = [];
   private readonly cores = new Map<number, number>();
+  /** The engine's runqueue wait (ns) and the agent's clock (ms) at its first and latest samples. */
+  private waits: { first: { at: number; ns: number } | null; last: { at: number; ns: number } | null } = { first: null, last: null };
   private enginePid: number | null = null;
   private timer: NodeJS.Timeout | undefined;
-  private before!: FsSnapshot;
+  private before!: Promise<FsSnapshot>;
   private beforeTools!: Promise<ToolSnapshot>;
 
   private constructor(private readonly iface: string, private readonly runId: string) {}
 
-  static async start(iface: string, runId: string): Promise<HostWatch> {
+  /**
+   * Starts watching as the engine starts: nothing here is awaited, so the engine's own setup
+   * (its fork, its listen or connect) runs beside the readings, which are done long before the
+   * first datagram (a receiver waits for its sender, a sender for the run's start instant).
+   */
+  static start(iface: string, runId: string): HostWatch {
     const watch = new HostWatch(iface, runId);
     for (const other of active) {
       if (other.runId === runId) continue;
@@ -133,17 +141,14 @@ export class HostWatch {
       watch.overlapped = true;
     }
     active.add(watch);
-    const [before, cpu] = await Promise.all([readFs(iface), readText('/proc/stat')]);
-    watch.before = before;
-    watch.samples.push(parseCpuTimes(cpu));
+    watch.before = Promise.all([readFs(iface), readText('/proc/stat')]).then(([before, cpu]) => {
+      watch.samples.unshift(parseCpuTimes(cpu));
+      return before;
+    });
+    watch.beforeTools = readTools(iface);
+    watch.timer = setInterval(() => void watch.sample(), SAMPLE_MS);
+    watch.timer.unref();
     return watch;
-  }
-
-  /** Starts the readings that spawn processes and the CPU sampling: call as the engine starts. */
-  begin(): void {
-    this.beforeTools = readTools(this.iface);
-    this.timer = setInterval(() => void this.sample(), SAMPLE_MS);
-    this.timer.unref();
   }
 
   engineStarted(pid: number): void {
@@ -151,26 +156,34 @@ export class HostWatch {
   }
 
   private async sample(): Promise<void> {
-    const [cpu, core] = await Promise.all([readText('/proc/stat'), this.enginePid === null ? null : processCore(this.enginePid)]);
+    const pid = this.enginePid;
+    const [cpu, core, schedstat] = await Promise.all([readText('/proc/stat'), pid === null ? null : processCore(pid), pid === null ? '' : readText(`/proc/${pid}/schedstat`)]);
     if (cpu) this.samples.push(parseCpuTimes(cpu));
     if (core !== null) this.cores.set(core, (this.cores.get(core) ?? 0) + 1);
+    // schedstat: time on the CPU, time waiting on a runqueue (ns), timeslices.
+    const waited = Number(schedstat.split(' ')[1]);
+    if (schedstat && Number.isFinite(waited)) {
+      const point = { at: performance.now(), ns: waited };
+      this.waits.first ??= point;
+      this.waits.last = point;
+    }
   }
 
   async finish(): Promise<HostCounters | null> {
     clearInterval(this.timer);
     active.delete(this);
-    const toolsBefore = await (this.beforeTools ?? Promise.resolve({ ethtool: null, qdiscs: null }));
+    const [before, toolsBefore] = await Promise.all([this.before, this.beforeTools]);
     const [after, cpu, toolsAfter] = await Promise.all([readFs(this.iface), readText('/proc/stat'), readTools(this.iface, toolsBefore)]);
     if (cpu) this.samples.push(parseCpuTimes(cpu));
-    if (!this.before.statistics || !after.statistics) return null;
+    if (!before.statistics || !after.statistics) return null;
     const ethtool = toolsBefore.ethtool && toolsAfter.ethtool ? delta(toolsBefore.ethtool, toolsAfter.ethtool, false) : null;
     const sum = (pattern: RegExp) => Object.entries(ethtool ?? {}).filter(([name]) => pattern.test(name)).reduce((a, [, v]) => a + v, 0);
     const softnet = after.softnet.map((s) => {
-      const b = this.before.softnet.find((x) => x.cpu === s.cpu);
+      const b = before.softnet.find((x) => x.cpu === s.cpu);
       return { cpu: s.cpu, dropped: s.dropped - (b?.dropped ?? s.dropped), timeSqueeze: s.timeSqueeze - (b?.timeSqueeze ?? s.timeSqueeze) };
     });
     return {
-      interfaceStatistics: delta(this.before.statistics, after.statistics),
+      interfaceStatistics: delta(before.statistics, after.statistics),
       ethtool,
       nicDrops: { rx: sum(NIC_RX_DROPS), tx: sum(NIC_TX_DROPS) },
       qdiscs: qdiscDelta(toolsBefore.qdiscs, toolsAfter.qdiscs),
@@ -179,8 +192,8 @@ export class HostWatch {
         timeSqueeze: softnet.reduce((a, s) => a + s.timeSqueeze, 0),
         perCpu: softnet.filter((s) => s.dropped || s.timeSqueeze),
       },
-      udp: delta(this.before.udp, after.udp),
-      tcpExt: delta(this.before.tcpExt, after.tcpExt, false),
+      udp: delta(before.udp, after.udp),
+      tcpExt: delta(before.tcpExt, after.tcpExt, false),
       cpu: this.cpuShares(),
       overlapped: this.overlapped,
     };
@@ -201,7 +214,9 @@ export class HostWatch {
       return { cpu: end.cpu, busy: 1 - (end.idle - start.idle) / total, softirq: (end.softirq - start.softirq) / total, irq: (end.irq - start.irq) / total, peakBusy };
     });
     const engineCore = [...this.cores.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
-    return { samples: this.samples.length, perCpu, engineCore, engineCoreBusy: perCpu.find((c) => c.cpu === engineCore)?.busy ?? null };
+    const { first: w0, last: w1 } = this.waits;
+    const engineWaitShare = w0 && w1 && w1.at > w0.at ? (w1.ns - w0.ns) / 1e6 / (w1.at - w0.at) : null;
+    return { samples: this.samples.length, perCpu, engineCore, engineCoreBusy: perCpu.find((c) => c.cpu === engineCore)?.busy ?? null, engineWaitShare };
   }
 
   /** Stops sampling without a result (the end failed before its engine ran). */

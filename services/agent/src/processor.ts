@@ -100,12 +100,12 @@ async function measure(
   const address = bindAddress(iface);
   if (!address) return report({ code: 'no_address', message: `interface ${task.interface} on agent ${deps.agentId} has no address` });
   diagnostics.address = address;
-  const [environment, before, watch] = await Promise.all([readEnvironment(iface), readCounters(task.interface), HostWatch.start(task.interface, task.runId)]);
+  const [environment, before] = await Promise.all([readEnvironment(iface), readCounters(task.interface)]);
   diagnostics.environment = environment;
 
   log.info({ engine: task.engine }, 'task started');
   diagnostics.engineStartedAt = new Date().toISOString();
-  watch.begin();
+  const watch = HostWatch.start(task.interface, task.runId);
   const outcome = await engine.run(task, {
     signal,
     address,

@@ -2,6 +2,8 @@ import type { Bottleneck, EndDiagnostics, EndFigures, HostCounters, LossAttribut
 
 /** A core this busy (0 to 1) over a run is what limited it. */
 export const CPU_BUSY = 0.9;
+/** An engine that waited for a CPU this share of its run had its CPU taken by something else. */
+export const CPU_WAIT = 0.2;
 /** A sender that reached less than this share of its offered packet rate fell short. */
 export const RATE_SHORTFALL = 0.95;
 /** Throughput at this share of the slower interface's link speed is the link's limit. */
@@ -58,6 +60,9 @@ export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: H
   };
 }
 
+/** Every verdict, in the contract's order (a bounded label set for /metrics). */
+export const VERDICTS: readonly Verdict[] = ['link', 'sender CPU', 'receiver CPU', 'sender qdisc', 'receiver socket buffer', 'receiver NIC', 'network', 'none'];
+
 export const PLACES = ['senderSocket', 'senderNic', 'network', 'receiverNic', 'receiverBacklog', 'receiverSocketBuffer', 'unexplained'] as const;
 export type Place = (typeof PLACES)[number];
 export const PLACE_NAMES: Record<Place, string> = {
@@ -74,26 +79,34 @@ const n = (value: number) => Math.round(value).toLocaleString('en-US');
 const pct = (share: number) => `${Math.round(share * 100)}%`;
 
 /** An end's CPU: the engine's own share of a core (its CPU seconds over its real seconds), and its core's busy share. */
-function cpu(end: EndView): { engine: number | null; core: number | null; coreId: number | null } {
+function cpu(end: EndView): { engine: number | null; core: number | null; coreId: number | null; wait: number | null } {
   const f = end.figures;
   const host = end.diagnostics?.host;
   return {
     engine: f && f.realSeconds > 0 ? f.cpuSeconds / f.realSeconds : null,
     core: host?.cpu.engineCoreBusy ?? null,
     coreId: host?.cpu.engineCore ?? null,
+    wait: host?.cpu.engineWaitShare ?? null,
   };
 }
-const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.core ?? 0) >= CPU_BUSY;
+/** The engine used a whole core, or its core was busy and the engine waited for it (someone else had it). */
+const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || ((c.core ?? 0) >= CPU_BUSY && (c.wait ?? 0) >= CPU_WAIT);
 const cpuText = (c: ReturnType<typeof cpu>) =>
-  [c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null, c.core !== null ? `its core (cpu${c.coreId}) was ${pct(c.core)} busy` : null].filter(Boolean).join(', ');
+  [
+    c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null,
+    c.core !== null ? `its core (cpu${c.coreId}) was ${pct(c.core)} busy` : null,
+    c.wait !== null ? `the engine waited for a CPU ${pct(c.wait)} of the run` : null,
+  ].filter(Boolean).join(', ');
 
 /**
  * What limited a leg, from its figures and both ends' host counters. Rules, in order:
- * 1. UDP sender below RATE_SHORTFALL of its offered rate with its engine or core at CPU_BUSY: sender CPU.
+ * An end's CPU is "busy" when its engine used CPU_BUSY of a core, or its core was CPU_BUSY busy
+ * while the engine waited for a CPU at least CPU_WAIT of the run (another task had the core).
+ * 1. UDP sender below RATE_SHORTFALL of its offered rate with a busy CPU: sender CPU.
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
  *    shaper; sender NIC: link; network; receiver NIC; receiver backlog: receiver CPU; receiver
- *    socket buffer, or receiver CPU when the receiver's engine or core was at CPU_BUSY).
- * 3. TCP: an end's engine or core at CPU_BUSY names that end's CPU; receive-queue drops the receiver socket buffer.
+ *    socket buffer, or receiver CPU when the receiver's CPU was busy).
+ * 3. TCP: an end's busy CPU names that end's CPU; receive-queue drops the receiver socket buffer.
  * 4. No loss: a shaper at the sender that held packets back (overlimits), or throughput at
  *    LINE_RATE of the link speed, is the link; otherwise none.
  */
@@ -111,6 +124,8 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   if (sc.core !== null) cpuEvidence.senderCoreBusy = sc.core;
   if (rc.engine !== null) cpuEvidence.receiverEngineCpu = rc.engine;
   if (rc.core !== null) cpuEvidence.receiverCoreBusy = rc.core;
+  if (sc.wait !== null) cpuEvidence.senderEngineWaitShare = sc.wait;
+  if (rc.wait !== null) cpuEvidence.receiverEngineWaitShare = rc.wait;
   const udp = leg.udp;
 
   if (udp?.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond && busy(sc)) {

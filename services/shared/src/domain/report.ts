@@ -223,20 +223,22 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
   const search = spec.search!;
   const what = search.target === 'ndr' ? 'no-drop rate (NDR)' : `partial-drop rate (PDR, loss <= ${((search.lossRatio ?? 0) * 100).toPrecision(3)}%)`;
   const out = [`rate search: ${what}, resolution ${search.resolutionPercent ?? 1}%, ${search.confirmations ?? 1} confirming trial(s), ${spec.duration} s per trial; rates per flow`];
-  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'trials', 'stopped by']];
+  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'bottleneck at found', 'trials', 'stopped by']];
+  const verdicts = (t: NonNullable<Report['searches']>[number]['trials'][number] | undefined) => (t ? [...new Set(t.flows.map((f) => f.bottleneck ?? '-'))].join(', ') : '-');
   for (const r of searches) {
     rows.push([
       pointLabel(basePoint(r.point)), String(r.packetSize),
       r.found ? String(r.found.packetsPerSecond) : '-', r.found ? mbit(r.found.bitsPerSecond) : '-', r.found ? mbit(r.found.wireBitsPerSecond) : '-',
-      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-', String(r.trials.length), r.stoppedBy ?? 'searching',
+      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-',
+      r.found ? verdicts(r.trials.findLast((t) => t.passed && t.packetsPerSecond === r.found!.packetsPerSecond)) : '-', String(r.trials.length), r.stoppedBy ?? 'searching',
     ]);
   }
   out.push(alignTable(rows));
   for (const r of searches) {
     out.push('', `trials at ${pointLabel(basePoint(r.point))}:`);
-    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict'], ...r.trials.map((t) => [
+    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict', 'bottleneck'], ...r.trials.map((t) => [
       String(t.runIndex), String(t.packetsPerSecond), t.flows.length ? Math.round(Math.min(...t.flows.map((f) => f.achievedPacketsPerSecond))).toString() : '-',
-      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`,
+      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`, verdicts(t),
     ])]));
   }
   return out;

@@ -632,6 +632,11 @@ export interface components {
                     sent: number;
                     lossRatio: number;
                     achievedPacketsPerSecond: number;
+                    /**
+                     * @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck).
+                     * @enum {string}
+                     */
+                    bottleneck?: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
                 }[];
             }[];
         };
@@ -1165,6 +1170,8 @@ export interface components {
                 engineCore: number | null;
                 /** @description That CPU's busy share over the run, everyone's work on it counted (0 to 1). */
                 engineCoreBusy: number | null;
+                /** @description The share of the run the engine process spent ready to run but waiting for a CPU (/proc/PID/schedstat); null with fewer than two samples. */
+                engineWaitShare: number | null;
             };
             /** @description Another run had a task on this host while this end ran; host-wide counters include its traffic. */
             overlapped: boolean;
