@@ -69,6 +69,8 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   const slow = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(clean, 4.9), receiver: end(clean) })!;
   assert.equal(slow.verdict, 'sender CPU');
   assert.match(slow.reason, /achieved 41,200 of 70,000 pps offered; the engine used 98% of a core/);
+  const pushedBack = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 4_000, achievedPacketsPerSecond: 2_376 }), bitsPerSecond: 2e7, retransmits: null, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 5_000 }, core: 1, wait: 0.4 })), receiver: end(clean) })!;
+  assert.equal(pushedBack.verdict, 'link', 'a shaper that held the sender back (its socket blocked) explains the shortfall, busy core or not');
   const notBusy = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(clean, 1), receiver: end(clean) })!;
   assert.notEqual(notBusy.verdict, 'sender CPU', 'a short rate with an idle sender is not its CPU');
 

@@ -3,7 +3,7 @@ import type { Bottleneck, EndDiagnostics, EndFigures, HostCounters, LossAttribut
 /** A core this busy (0 to 1) over a run is what limited it. */
 export const CPU_BUSY = 0.9;
 /** An engine that waited for a CPU this share of its run had its CPU taken by something else. */
-export const CPU_WAIT = 0.2;
+export const CPU_WAIT = 0.3;
 /** A sender that reached less than this share of its offered packet rate fell short. */
 export const RATE_SHORTFALL = 0.95;
 /** Throughput at this share of the slower interface's link speed is the link's limit. */
@@ -102,7 +102,8 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
  * What limited a leg, from its figures and both ends' host counters. Rules, in order:
  * An end's CPU is "busy" when its engine used CPU_BUSY of a core, or its core was CPU_BUSY busy
  * while the engine waited for a CPU at least CPU_WAIT of the run (another task had the core).
- * 1. UDP sender below RATE_SHORTFALL of its offered rate with a busy CPU: sender CPU.
+ * 1. UDP sender below RATE_SHORTFALL of its offered rate with a busy CPU, and no shaper at the
+ *    sender that held packets back (unless the engine used CPU_BUSY of a core itself): sender CPU.
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
  *    shaper; sender NIC: link; network; receiver NIC; receiver backlog: receiver CPU; receiver
  *    socket buffer, or receiver CPU when the receiver's CPU was busy).
@@ -128,7 +129,10 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   if (rc.wait !== null) cpuEvidence.receiverEngineWaitShare = rc.wait;
   const udp = leg.udp;
 
-  if (udp?.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond && busy(sc)) {
+  // A shaper at the sender that held packets back pushes back on a UDP socket (its send buffer
+  // fills): the shortfall is the link's unless the engine itself used a whole core.
+  const heldByShaper = !!s && (shaper(s)?.overlimits ?? 0) > 0 && (sc.engine ?? 0) < CPU_BUSY;
+  if (udp?.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond && busy(sc) && !heldByShaper) {
     return verdict('sender CPU', `achieved ${n(udp.achievedPacketsPerSecond)} of ${n(udp.targetPacketsPerSecond)} pps offered; ${cpuText(sc)}`, {
       ...cpuEvidence, targetPacketsPerSecond: udp.targetPacketsPerSecond, achievedPacketsPerSecond: udp.achievedPacketsPerSecond,
     });
