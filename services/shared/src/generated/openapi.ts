@@ -1248,7 +1248,7 @@ export interface components {
             evidence: {
                 [key: string]: number;
             };
-            /** @description False when a host of this leg ran another run at the same time */
+            /** @description False when a host of this leg ran another run at the same time, or an end's counters are missing. */
             confident: boolean;
         };
         Address: {
