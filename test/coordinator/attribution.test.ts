@@ -80,6 +80,15 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(judgeBottleneck({ udp: null, bitsPerSecond: 1e6, retransmits: 3, sender: end(clean), receiver: end(clean, 4.8) })!.verdict, 'receiver CPU');
 });
 
+test('a TCP leg: its retransmits beside the drops each place counted, as context', () => {
+  const b = judgeBottleneck({ udp: null, bitsPerSecond: 1e6, retransmits: 40, sender: end(host({ stats: { tx_packets: 1_000 }, qdisc: { kind: 'pfifo_fast', dropped: 7 } })), receiver: end(host({ stats: { rx_packets: 990 }, tcpExt: { TCPRcvQDrop: 2, TCPOFODrop: 1 }, softnetDropped: 3 })) })!;
+  assert.deepEqual(
+    [b.evidence.retransmits, b.evidence.senderSocket, b.evidence.network, b.evidence.receiverBacklog, b.evidence.receiverSocketBuffer],
+    [40, 7, 10, 3, 3],
+  );
+  assert.equal(b.verdict, 'receiver socket buffer', b.reason);
+});
+
 test('overlapped or missing counters: the verdict says so and is not confident', () => {
   const b = judgeBottleneck({ udp: udp(100, 50), bitsPerSecond: 1, retransmits: null, sender: end(host()), receiver: end(host({ udp: { RcvbufErrors: 50 }, overlapped: true })) })!;
   assert.equal(b.confident, false);

@@ -34,17 +34,31 @@ const receiverNicDrops = (h: HostCounters) =>
   Math.max(['rx_dropped', 'rx_missed_errors', 'rx_fifo_errors', 'rx_over_errors', 'rx_crc_errors', 'rx_frame_errors'].reduce((a, n) => a + stat(h, n), 0), h.nicDrops?.rx ?? 0);
 
 /**
+ * A TCP leg's drops by the same places, as context for its retransmits (TCP resends what was
+ * lost, so there is no `lost` to split): the sender's qdisc, its NIC, the network, the receiver's
+ * NIC and backlog, and its socket (TCPRcvQDrop, TCPBacklogDrop, TCPOFODrop).
+ */
+export function tcpDrops(sender: HostCounters, receiver: HostCounters): Record<Exclude<Place, 'unexplained'>, number> {
+  const receiverNic = receiverNicDrops(receiver);
+  return {
+    senderSocket: qdiscDrops(sender),
+    senderNic: Math.max(stat(sender, 'tx_dropped') + stat(sender, 'tx_errors'), sender.nicDrops?.tx ?? 0),
+    network: Math.max(0, stat(sender, 'tx_packets') - stat(receiver, 'rx_packets') - receiverNic),
+    receiverNic,
+    receiverBacklog: receiver.softnet.dropped,
+    receiverSocketBuffer: ['TCPRcvQDrop', 'TCPBacklogDrop', 'TCPOFODrop'].reduce((a, n) => a + (receiver.tcpExt[n] ?? 0), 0),
+  };
+}
+
+/**
  * Splits a UDP leg's `lost` by place, in path order, from both ends' host counters. Each place
  * is what its counters saw; `unexplained` is the rest, so the parts add up to `lost` exactly.
  */
 export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: HostCounters): LossAttribution {
   // A qdisc's drop reaches a UDP socket as ENOBUFS, which the kernel counts as SndbufErrors too: the larger, not the sum.
   const senderSocket = Math.max(udpStat(sender, 'SndbufErrors'), qdiscDrops(sender));
-  const senderNic = Math.max(stat(sender, 'tx_dropped') + stat(sender, 'tx_errors'), sender.nicDrops?.tx ?? 0);
-  const receiverNic = receiverNicDrops(receiver);
-  // Left the sender's interface, and the receiver's neither received nor dropped it.
-  const network = Math.max(0, stat(sender, 'tx_packets') - stat(receiver, 'rx_packets') - receiverNic);
-  const receiverBacklog = receiver.softnet.dropped;
+  // The NIC, network (left the sender's interface; the receiver's neither received nor dropped it) and backlog places are TCP's too.
+  const { senderNic, network, receiverNic, receiverBacklog } = tcpDrops(sender, receiver);
   const receiverSocketBuffer = udpStat(receiver, 'RcvbufErrors');
   const places = senderSocket + senderNic + network + receiverNic + receiverBacklog + receiverSocketBuffer;
   return {
@@ -168,6 +182,8 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   }
 
   if (!udp) {
+    // A TCP leg's retransmits with the drops each place counted, as context for whatever the verdict.
+    Object.assign(cpuEvidence, { retransmits: leg.retransmits ?? 0 }, s && r ? tcpDrops(s, r) : {});
     if (busy(sc)) return verdict('sender CPU', cpuText(sc), cpuEvidence);
     if (busy(rc)) return verdict('receiver CPU', cpuText(rc), cpuEvidence);
     const queueDrops = r ? (r.tcpExt.TCPRcvQDrop ?? 0) + (r.tcpExt.TCPBacklogDrop ?? 0) : 0;
