@@ -59,12 +59,13 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
   });
 
   /** Runs `measure` with the agent of `name` (and so its engines) on one core beside a higher-priority busy loop on that core. */
-  async function withCoreTaken<T>(name: string, core: number, measure: () => Promise<T>): Promise<T> {
+  async function withCoreTaken<T>(name: string, core: number, measure: () => Promise<T>, priority = ['nice', '-n', '-15'], loopCode = 'for (;;) {}'): Promise<T> {
     const pid = String(host(name).agentPid);
     const all = (await command('taskset', ['-p', '-c', pid])).split(':').at(-1)!.trim();
     await command('taskset', ['-a', '-p', '-c', String(core), pid]);
-    // At nice -15 the loop outweighs the engine about 28 to 1 on that core: the engine waits for it.
-    const loop = spawn('taskset', ['-c', String(core), 'nice', '-n', '-15', process.execPath, '-e', 'for (;;) {}'], { stdio: 'ignore' });
+    // At nice -15 the loop outweighs the engine about 28 to 1 on that core; a real-time loop (chrt)
+    // leaves it only what the kernel's real-time throttling keeps back (5% of each second).
+    const loop = spawn('taskset', ['-c', String(core), ...priority, process.execPath, '-e', loopCode], { stdio: 'ignore' });
     try {
       return await measure();
     } finally {
@@ -72,6 +73,20 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
       await command('taskset', ['-a', '-p', '-c', all, pid]);
     }
   }
+
+  test('a receiver whose core is taken by a real-time task: receiver CPU', async () => {
+    const b = host('B');
+    const rcvbuf = await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors');
+    const f = await withCoreTaken('B', 1, () => run({ duration: 4, socketBuffer: 65536, udp: { packetSize: 1000, rate: { packetsPerSecond: 20000 } }, flows: [flow('A', 'B')] }), ['chrt', '-f', '10'],
+      // Once both ends have started (the agent shares the core), and over before the run ends, so the agent can report.
+      'setTimeout(() => { const end = Date.now() + 2500; while (Date.now() < end); }, 1200)');
+    const kernel = (await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors')) - rcvbuf;
+    assert.ok(f.udp.lost > 0, JSON.stringify(f.udp));
+    addsUp(f);
+    assert.equal(f.lossAttribution.receiverSocketBuffer, kernel);
+    assert.equal(f.bottleneck.verdict, 'receiver CPU', `${f.bottleneck.reason} ${JSON.stringify(f.bottleneck.evidence)}`);
+    assert.equal(f.diagnostics.receiver.host.cpu.engineCore, 1, 'the engine ran on the core it was pinned to');
+  });
 
   test('a sender that cannot reach the offered rate: sender CPU', async () => {
     const f = await withCoreTaken('A', 0, () => run({ duration: 3, udp: { packetSize: 64, rate: { packetsPerSecond: 1_000_000 } }, flows: [flow('A', 'B')] }));
