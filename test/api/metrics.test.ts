@@ -25,6 +25,21 @@ test('link metrics: labels escaped once per link, absent figures left out, valid
   assert.deepEqual(problems, [], 'parse errors or other lint findings');
 });
 
+test('a UDP link\'s lost datagrams by place and its bottleneck verdict: bounded label sets, one verdict at 1', () => {
+  const udpLabels: LinkLabels = { ...labels, protocol: 'udp', test: 'stream', schedule: '' };
+  const udpLost = { senderSocket: 400, senderNic: 0, network: 3, receiverNic: 0, receiverBacklog: 0, receiverSocketBuffer: 0, unexplained: -1 };
+  const text = renderLinks([{ labels: udpLabels, values: { ...values, rttSeconds: null, udpLossRatio: 0.1, udpLost, bottleneck: 'link' } }]);
+  const set = 'src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth1",engine="builtin",protocol="udp",test="stream",direction="forward",schedule=""';
+  assert.ok(text.includes(`niclab_link_udp_lost_datagrams{${set},place="senderSocket"} 400\n`), text);
+  assert.ok(text.includes(`niclab_link_udp_lost_datagrams{${set},place="unexplained"} -1\n`));
+  assert.equal(text.match(/^niclab_link_udp_lost_datagrams\{/gm)?.length, 7, 'one series per place');
+  assert.equal(text.match(/^niclab_link_bottleneck\{/gm)?.length, 8, 'one series per verdict');
+  assert.ok(text.includes(`niclab_link_bottleneck{${set},verdict="link"} 1\n`));
+  assert.ok(text.includes(`niclab_link_bottleneck{${set},verdict="receiver CPU"} 0\n`));
+  const older = renderLinks([{ labels: udpLabels, values: { ...values, rttSeconds: null } }]);
+  assert.ok(!older.includes('niclab_link_bottleneck{') && !older.includes('niclab_link_udp_lost_datagrams{'), 'a result stored before attribution has neither');
+});
+
 test('a scrape parses only links that changed, and shows every change: new values, new links, links gone', async () => {
   const redis = await startTestRedis();
   const stack = await startStack(testConfig(redis.url));

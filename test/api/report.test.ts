@@ -63,6 +63,21 @@ describe('report formats', () => {
     assert.equal(text, readFileSync(golden, 'utf8'));
   });
 
+  test('table: per UDP leg its crude figures, where the lost datagrams went and the verdict', () => {
+    const udpJob: Job = { ...job, spec: { ...job.spec, protocol: 'udp', flows: [job.spec.flows[0]!], repeat: 1 } };
+    const f = flowResult(0, 'A', runs[0]!.flows[0]!.sender!, runs[0]!.flows[0]!.receiver!);
+    const udpFlow: FlowResult = {
+      ...f, udp: { sent: 80_000, received: 71_096, lost: 8_904, outOfOrder: 3, duplicates: 0, jitterSeconds: 0.000125, lossRatio: 8_904 / 80_000 },
+      lossAttribution: { lost: 8_904, senderSocket: 0, senderNic: 0, network: 0, receiverNic: 0, receiverBacklog: 0, receiverSocketBuffer: 8_905, unexplained: -1, overlapped: false },
+      bottleneck: { verdict: 'receiver socket buffer', reason: 'receiver socket buffer: 8,905 of 8,904 lost datagrams (UdpRcvbufErrors); SO_RCVBUF 131,072 B', evidence: {}, confident: true },
+    };
+    const udpRuns = [{ ...runs[0]!, flows: [udpFlow] }];
+    const text = reportTable(udpJob, udpRuns, buildReport(udpJob, udpRuns));
+    assert.match(text, /run\s+flow\s+sent\s+received\s+lost\s+loss %\s+out-of-order\s+jitter ms\n\s*0\s+0\s+80000\s+71096\s+8904\s+11\.130\s+3\s+0\.125/);
+    assert.match(text, /^run 0 flow 0: where lost: receiver socket buffer 8,905, unexplained -1$/m);
+    assert.match(text, /^run 0 flow 0: bottleneck receiver socket buffer: 8,905 of 8,904 lost datagrams \(UdpRcvbufErrors\); SO_RCVBUF 131,072 B$/m);
+  });
+
   test('csv: one header row, then a row per flow (and total) and metric', () => {
     const lines = reportCsv(buildReport(job, runs)).trimEnd().split('\n');
     assert.equal(lines[0], 'flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');

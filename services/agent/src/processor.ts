@@ -12,6 +12,7 @@ import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import { counterDelta, readCounters, readEnvironment, readInterface } from './interfaces.js';
+import { HostWatch } from './host-counters.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;
@@ -104,18 +105,24 @@ async function measure(
 
   log.info({ engine: task.engine }, 'task started');
   diagnostics.engineStartedAt = new Date().toISOString();
+  const watch = HostWatch.start(task.interface, task.runId);
   const outcome = await engine.run(task, {
     signal,
     address,
+    spawned: (pid) => watch.engineStarted(pid),
     interval: (sample) => {
       void publishJobEvent(redis, keys, task.jobId, { type: 'interval', runId: task.runId, leg: task.leg, role: 'receiver', agent: deps.agentId, interface: task.interface, interval: sample }).catch(() => undefined);
     },
     ready: (port) => {
       void channel.postReady({ leg: task.leg, address, port });
     },
+  }).catch((error: unknown) => {
+    watch.cancel();
+    throw error;
   });
   diagnostics.engineEndedAt = new Date().toISOString();
-  const after = await readCounters(task.interface);
+  const [after, host] = await Promise.all([readCounters(task.interface), watch.finish().catch((error: Error) => (log.warn({ err: error }, 'reading the host counters failed'), null))]);
+  if (host) diagnostics.host = host;
   const nic: NicDelta | null = before && after ? { agent: deps.agentId, interface: task.interface, ...counterDelta(before, after) } : null;
   diagnostics.port = outcome.port;
   diagnostics.command = outcome.command;

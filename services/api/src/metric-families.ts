@@ -4,6 +4,7 @@
  * Adding a family is a line here; how it is written out is exposition.ts's business.
  */
 import type { Agent } from '@niclab/shared/domain/contract';
+import { PLACES, VERDICTS } from '@niclab/shared/domain/attribution';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
@@ -125,6 +126,14 @@ export const LINK_FAMILIES: LinkFamily[] = [
   linkGauge('niclab_link_jitter_seconds', "RFC 3550 interarrival jitter of the link's last UDP run.", (v) => v.jitterSeconds),
   linkGauge('niclab_link_sender_cpu_seconds_per_bit', "Sender CPU seconds per bit sent in the link's last run.", (v) => v.senderCpuSecondsPerBit),
   linkGauge('niclab_link_receiver_cpu_seconds_per_bit', "Receiver CPU seconds per bit received in the link's last run.", (v) => v.receiverCpuSecondsPerBit),
+  {
+    name: 'niclab_link_udp_lost_datagrams', help: "Datagrams the link's last UDP run lost, by where they were lost (unexplained: lost minus the places; negative when the counters saw more).", type: 'gauge',
+    samples: (v) => (v.udpLost ? PLACES.map((place) => ({ labels: { place }, value: v.udpLost![place] })) : []),
+  },
+  {
+    name: 'niclab_link_bottleneck', help: "1 for the verdict on what limited the link's last run, 0 for the others.", type: 'gauge',
+    samples: (v) => (v.bottleneck ? VERDICTS.map((verdict) => ({ labels: { verdict }, value: verdict === v.bottleneck ? 1 : 0 })) : []),
+  },
   {
     name: 'niclab_link_rtt_seconds', help: "Round-trip time percentiles of the link's last request/response (rr) run.", type: 'gauge',
     samples: (v) => (v.rttSeconds ? [['0.5', v.rttSeconds.p50], ['0.9', v.rttSeconds.p90], ['0.99', v.rttSeconds.p99]].map(([quantile, value]) => ({ labels: { quantile: quantile as string }, value: value as number })) : []),

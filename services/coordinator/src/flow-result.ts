@@ -1,5 +1,6 @@
 import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
+import { attributeLoss, judgeBottleneck } from '@niclab/shared/domain/attribution';
 import { pickError } from './run-outcome.js';
 
 /** One leg's result from its two ends' reports. */
@@ -16,6 +17,9 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   // The named interfaces carried the leg when their counters account for at least its payload.
   const pathVerified = error || !sent || !received || !nicSender || !nicReceiver ? null : nicSender.txBytes >= sent.bytes && nicReceiver.rxBytes >= received.bytes;
   const forward = leg.direction === 'forward';
+  const udp = udpFigures(sender, receiver);
+  const senderHost = sender?.diagnostics.host;
+  const receiverHost = receiver?.diagnostics.host;
   const result: FlowResult = {
     flowIndex: leg.flowIndex,
     direction: leg.direction,
@@ -25,7 +29,7 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     receiver: received,
     bitsPerSecond: received ? received.realBitsPerSecond : null,
     retransmits: sender?.retransmits ?? null,
-    udp: udpFigures(sender, receiver),
+    udp,
     rr: sender?.rr ?? null,
     intervals: receiver?.intervals ?? [],
     nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
@@ -35,6 +39,15 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   };
   if (sender) result.diagnostics.sender = sender.diagnostics;
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
+  if (error) return result;
+  result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost) : null;
+  result.bottleneck = judgeBottleneck({
+    udp,
+    bitsPerSecond: result.bitsPerSecond,
+    retransmits: result.retransmits,
+    sender: { figures: sent, diagnostics: sender?.diagnostics },
+    receiver: { figures: received, diagnostics: receiver?.diagnostics },
+  });
   return result;
 }
 

@@ -85,7 +85,7 @@ export function judgeTrial(spec: JobSpec, run: Run): Trial {
   const flows = run.flows.map((flow) => {
     const udp = flow.udp;
     const achieved = udp ? (udp.achievedPacketsPerSecond ?? udp.sent / spec.duration) : 0;
-    return { lost: udp?.lost ?? 0, sent: udp?.sent ?? 0, lossRatio: udp?.lossRatio ?? 1, achievedPacketsPerSecond: achieved };
+    return { lost: udp?.lost ?? 0, sent: udp?.sent ?? 0, lossRatio: udp?.lossRatio ?? 1, achievedPacketsPerSecond: achieved, ...(flow.bottleneck ? { bottleneck: flow.bottleneck.verdict } : {}) };
   });
   const limit = allowedLoss(search);
   const senderShort = flows.some((f) => f.achievedPacketsPerSecond < offered * SENDER_SHORTFALL);

@@ -3,6 +3,7 @@
  * as CSV (one header row) and as the nttcp table the seeds print.
  */
 import { alignTable } from './text-table.js';
+import { whereLost } from './attribution.js';
 import { byPoint, headline, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
@@ -178,6 +179,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       rows.push(['', '', 'remote', ...nttcpColumns(ok.map((r) => r.flows[leg]!.receiver))]);
     });
     out.push(alignTable(rows));
+    out.push(...whyLines(ok));
     const { name, table: { scale, unit, digits } } = kindOf(spec).headline;
     const total = p.total[name];
     if (total) {
@@ -192,6 +194,28 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);
 
 /**
+ * Per run and leg, crude's UDP figures (received, lost, out of order, jitter), where the lost
+ * datagrams went, and what limited the leg.
+ */
+function whyLines(runs: Run[]): string[] {
+  const out: string[] = [];
+  const udpRows = [['run', 'flow', 'sent', 'received', 'lost', 'loss %', 'out-of-order', 'jitter ms']];
+  const notes: string[] = [];
+  for (const run of runs) {
+    for (const f of run.flows) {
+      const label = `run ${run.index} flow ${f.flowIndex}${f.direction === 'reverse' ? ' reverse' : ''}`;
+      if (f.udp) {
+        udpRows.push([String(run.index), `${f.flowIndex}${f.direction === 'reverse' ? ' rev' : ''}`, String(f.udp.sent), String(f.udp.received), String(f.udp.lost), (f.udp.lossRatio * 100).toFixed(3), String(f.udp.outOfOrder), (f.udp.jitterSeconds * 1e3).toFixed(3)]);
+      }
+      if (f.lossAttribution && f.lossAttribution.lost > 0) notes.push(`${label}: ${whereLost(f.lossAttribution)}`);
+      if (f.bottleneck) notes.push(`${label}: bottleneck ${f.bottleneck.reason}`);
+    }
+  }
+  if (udpRows.length > 1) out.push(alignTable(udpRows));
+  return [...out, ...notes];
+}
+
+/**
  * Seed 002's table: per point (direction × size, as swept) the rate found and where loss
  * began, then each point's trials in the order they ran.
  */
@@ -199,20 +223,22 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
   const search = spec.search!;
   const what = search.target === 'ndr' ? 'no-drop rate (NDR)' : `partial-drop rate (PDR, loss <= ${((search.lossRatio ?? 0) * 100).toPrecision(3)}%)`;
   const out = [`rate search: ${what}, resolution ${search.resolutionPercent ?? 1}%, ${search.confirmations ?? 1} confirming trial(s), ${spec.duration} s per trial; rates per flow`];
-  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'trials', 'stopped by']];
+  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'bottleneck at found', 'trials', 'stopped by']];
+  const verdicts = (t: NonNullable<Report['searches']>[number]['trials'][number] | undefined) => (t ? [...new Set(t.flows.map((f) => f.bottleneck ?? '-'))].join(', ') : '-');
   for (const r of searches) {
     rows.push([
       pointLabel(basePoint(r.point)), String(r.packetSize),
       r.found ? String(r.found.packetsPerSecond) : '-', r.found ? mbit(r.found.bitsPerSecond) : '-', r.found ? mbit(r.found.wireBitsPerSecond) : '-',
-      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-', String(r.trials.length), r.stoppedBy ?? 'searching',
+      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-',
+      r.found ? verdicts(r.trials.findLast((t) => t.passed && t.packetsPerSecond === r.found!.packetsPerSecond)) : '-', String(r.trials.length), r.stoppedBy ?? 'searching',
     ]);
   }
   out.push(alignTable(rows));
   for (const r of searches) {
     out.push('', `trials at ${pointLabel(basePoint(r.point))}:`);
-    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict'], ...r.trials.map((t) => [
+    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict', 'bottleneck'], ...r.trials.map((t) => [
       String(t.runIndex), String(t.packetsPerSecond), t.flows.length ? Math.round(Math.min(...t.flows.map((f) => f.achievedPacketsPerSecond))).toString() : '-',
-      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`,
+      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`, verdicts(t),
     ])]));
   }
   return out;

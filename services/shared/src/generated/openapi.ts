@@ -632,6 +632,11 @@ export interface components {
                     sent: number;
                     lossRatio: number;
                     achievedPacketsPerSecond: number;
+                    /**
+                     * @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck).
+                     * @enum {string}
+                     */
+                    bottleneck?: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
                 }[];
             }[];
         };
@@ -1095,6 +1100,81 @@ export interface components {
                 sendBytes: number;
                 receiveBytes: number;
             };
+            host?: components["schemas"]["HostCounters"];
+        };
+        /**
+         * @description What this end's host counted over the run (after minus before), read by its agent: the
+         *     interface's statistics, the driver's own counters, the qdisc, softnet, the UDP and TCP
+         *     stacks, and CPU shares sampled through the run. Host-wide counters see every packet of
+         *     the host: `overlapped` says another run used this host at the same time.
+         */
+        HostCounters: {
+            /** @description Every counter of /sys/class/net/IF/statistics, as deltas, under the kernel's names. */
+            interfaceStatistics: {
+                [key: string]: number;
+            };
+            /** @description `ethtool -S IF`: the counters that changed, under the driver's names; null when the driver has none. */
+            ethtool: null | {
+                [key: string]: number;
+            };
+            /** @description The driver counters with well-known meanings (rx_no_buffer_count, rx_missed, tx_timeout, ...) added up by direction. */
+            nicDrops?: {
+                rx: number;
+                tx: number;
+            };
+            /** @description `tc -s qdisc show dev IF` deltas (backlog and qlen as read at the end); null when tc could not be read. */
+            qdiscs: null | {
+                kind: string;
+                handle: string;
+                root: boolean;
+                packets: number;
+                bytes: number;
+                dropped: number;
+                overlimits: number;
+                requeues: number;
+                /** @description Bytes queued when the run ended. */
+                backlog: number;
+                /** @description Packets queued when the run ended. */
+                qlen: number;
+            }[];
+            /** @description /proc/net/softnet_stat, summed over CPUs and per CPU (the CPUs where something changed). */
+            softnet: {
+                dropped: number;
+                timeSqueeze: number;
+                perCpu: {
+                    cpu: number;
+                    dropped: number;
+                    timeSqueeze: number;
+                }[];
+            };
+            /** @description /proc/net/snmp Udp deltas (InDatagrams, OutDatagrams, InErrors, RcvbufErrors, SndbufErrors, NoPorts, ...). */
+            udp: {
+                [key: string]: number;
+            };
+            /** @description /proc/net/netstat TcpExt deltas that explain TCP loss and stalls (TCPBacklogDrop, TCPRcvQDrop, ListenOverflows, TCPTimeouts, ...). */
+            tcpExt: {
+                [key: string]: number;
+            };
+            /** @description /proc/stat sampled about once a second through the run. */
+            cpu: {
+                samples: number;
+                /** @description Each CPU's shares of the run (0 to 1); `peakBusy` is the busiest sampling interval's. */
+                perCpu: {
+                    cpu: number;
+                    busy: number;
+                    softirq: number;
+                    irq: number;
+                    peakBusy: number;
+                }[];
+                /** @description The CPU the engine process was seen on most often. */
+                engineCore: number | null;
+                /** @description That CPU's busy share over the run, everyone's work on it counted (0 to 1). */
+                engineCoreBusy: number | null;
+                /** @description The share of the run the engine process spent ready to run but waiting for a CPU (/proc/PID/schedstat); null with fewer than two samples. */
+                engineWaitShare: number | null;
+            };
+            /** @description Another run had a task on this host while this end ran; host-wide counters include its traffic. */
+            overlapped: boolean;
         };
         /**
          * @description One direction of data of one flow. `direction: forward` carries data from `from` to
@@ -1129,6 +1209,47 @@ export interface components {
                 sender?: components["schemas"]["EndDiagnostics"];
                 receiver?: components["schemas"]["EndDiagnostics"];
             };
+            /** @description A UDP leg's lost datagrams split by where they were lost, from both ends' host counters. */
+            lossAttribution?: null | components["schemas"]["LossAttribution"];
+            /** @description What limited this leg, with the evidence; null when neither end reported host counters. */
+            bottleneck?: null | components["schemas"]["Bottleneck"];
+        };
+        /**
+         * @description Where a UDP leg's `lost` datagrams went, in path order. Each place is what that place's
+         *     kernel counters saw over the run; `unexplained` is `lost` minus their sum, so the parts add
+         *     up to `lost` exactly (negative when the counters saw more drops than this leg lost: other
+         *     traffic, or one drop counted in two places).
+         */
+        LossAttribution: {
+            lost: number;
+            /** @description The sender's socket or qdisc: the larger of Udp SndbufErrors and the qdisc drops of its interface (a qdisc drop is also counted as SndbufErrors). */
+            senderSocket: number;
+            /** @description The sender interface's tx_dropped, tx_errors and the driver's tx drop counters. */
+            senderNic: number;
+            /** @description Packets the sender's interface sent that the receiver's interface neither received nor dropped. */
+            network: number;
+            /** @description The receiver interface's rx_dropped, rx_missed_errors, rx_fifo_errors, rx_over_errors and the driver's rx drop counters. */
+            receiverNic: number;
+            /** @description softnet_stat dropped (the per-CPU input backlog was full). */
+            receiverBacklog: number;
+            /** @description Udp RcvbufErrors at the receiver. */
+            receiverSocketBuffer: number;
+            /** @description lost minus the places above. */
+            unexplained: number;
+            /** @description Another run shared a host of this leg: the counters include its traffic. */
+            overlapped: boolean;
+        };
+        Bottleneck: {
+            /** @enum {string} */
+            verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
+            /** @description One line a person can read, e.g. "receiver socket buffer: 13,352 of 13,352 lost datagrams (UdpRcvbufErrors); SO_RCVBUF 212,992 B". */
+            reason: string;
+            /** @description The figures the verdict rests on, by name. */
+            evidence: {
+                [key: string]: number;
+            };
+            /** @description False when a host of this leg ran another run at the same time, or an end's counters are missing. */
+            confident: boolean;
         };
         Address: {
             /** @enum {string} */

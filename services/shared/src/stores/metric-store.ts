@@ -4,7 +4,8 @@
  * at scrape time.
  */
 import type { Redis } from 'ioredis';
-import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run } from '../domain/contract.js';
+import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run, type Verdict } from '../domain/contract.js';
+import { PLACES, type Place } from '../domain/attribution.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
 import { legsOf } from '../domain/plan.js';
@@ -62,6 +63,9 @@ export interface LinkValues {
   senderCpuSecondsPerBit: number | null;
   receiverCpuSecondsPerBit: number | null;
   rttSeconds: { p50: number; p90: number; p99: number } | null;
+  /** A UDP run's lost datagrams by place (absent in results stored before there was one). */
+  udpLost?: Record<Place, number> | null;
+  bottleneck?: Verdict | null;
 }
 
 const seconds = (from: string | null, to: string | null) => (from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : null);
@@ -176,5 +180,7 @@ function linkValues(flow: FlowResult, endedAt: number): LinkValues {
     senderCpuSecondsPerBit: perBit(flow.sender),
     receiverCpuSecondsPerBit: perBit(flow.receiver),
     rttSeconds: flow.rr ? { p50: flow.rr.rttSeconds.p50, p90: flow.rr.rttSeconds.p90, p99: flow.rr.rttSeconds.p99 } : null,
+    udpLost: flow.lossAttribution ? Object.fromEntries(PLACES.map((p) => [p, flow.lossAttribution![p]])) as Record<Place, number> : null,
+    bottleneck: flow.bottleneck?.verdict ?? null,
   };
 }

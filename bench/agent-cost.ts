@@ -1,0 +1,47 @@
+/**
+ * What niclab's own agent costs during a run: each lab agent's process CPU (/proc/PID/stat
+ * utime + stime, its own threads, not its children) over a 10 s run, beside the engine's
+ * CPU (the result's cpuSeconds) and the agent's CPU over as long idle (heartbeats only).
+ * The agent reads its host's counters around the run and samples /proc/stat at 1 Hz meanwhile.
+ */
+import { readFileSync } from 'node:fs';
+import { flow, round, startLab, writeResult } from './lib.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const TICKS = 100; // USER_HZ
+
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+};
+
+const lab = await startLab(2, 'none');
+try {
+  const agents = lab.lab.hosts.map((h) => ({ name: h.name, pid: h.agentPid! }));
+  const measure = async (what: () => Promise<unknown>) => {
+    const before = agents.map((a) => cpuSeconds(a.pid));
+    const t0 = performance.now();
+    const result = await what();
+    const wall = (performance.now() - t0) / 1000;
+    return { result, wall, shares: agents.map((a, i) => round((cpuSeconds(a.pid) - before[i]!) / wall, 4)) };
+  };
+  const idle = await measure(() => new Promise((r) => setTimeout(r, SECONDS * 1000)));
+  console.log(`idle ${round(idle.wall, 1)} s: agent CPU ${idle.shares.map((s) => `${(s * 100).toFixed(2)}%`).join(', ')} of a core (A, B)`);
+  const runs = [];
+  for (const [engine, protocol, udp] of [['iperf3', 'tcp', undefined], ['builtin', 'tcp', undefined], ['builtin', 'udp', { packetSize: 1000, rate: { packetsPerSecond: 20000 } }]] as const) {
+    const spec = { engine, protocol, duration: SECONDS, flows: [flow('A', 'B')], ...(udp ? { udp } : {}) };
+    const m = await measure(() => lab.client.succeed(spec, (SECONDS + 60) * 1000));
+    const f = (m.result as { runs: { flows: { sender: { cpuSeconds: number; realSeconds: number }; receiver: { cpuSeconds: number; realSeconds: number }; bottleneck: { reason: string } | null }[] }[] }).runs[0]!.flows[0]!;
+    const row = {
+      engine, protocol, wallSeconds: round(m.wall, 2),
+      agentCpuShare: { sender: m.shares[0], receiver: m.shares[1] },
+      engineCpuShare: { sender: round(f.sender.cpuSeconds / f.sender.realSeconds, 4), receiver: round(f.receiver.cpuSeconds / f.receiver.realSeconds, 4) },
+      bottleneck: f.bottleneck?.reason ?? null,
+    };
+    runs.push(row);
+    console.log(`${engine} ${protocol} ${SECONDS} s (job wall ${row.wallSeconds} s): agent CPU A ${(m.shares[0]! * 100).toFixed(2)}%, B ${(m.shares[1]! * 100).toFixed(2)}% of a core; engine A ${(row.engineCpuShare.sender * 100).toFixed(1)}%, B ${(row.engineCpuShare.receiver * 100).toFixed(1)}%; ${row.bottleneck}`);
+  }
+  console.log(`written ${await writeResult('agent-cost', { seconds: SECONDS, idleAgentCpuShare: idle.shares, runs })}`);
+} finally {
+  await lab.close();
+}
