@@ -407,7 +407,33 @@ export interface components {
         Flow: {
             from: components["schemas"]["Endpoint"];
             to: components["schemas"]["Endpoint"];
+            test?: components["schemas"]["FlowTest"];
         };
+        /**
+         * @description This flow's own test, where it differs from the job's: e.g. four stream flows and one
+         *     `rr` flow on the same path, all started together, so the rr flow's round trips are
+         *     measured under load (flent's RRUL). Fields left out take the job's values; the flow's
+         *     own values win over the job's and over a sweep. The job's `udp` applies to its stream
+         *     flows only, its `rr` to its rr flows that give no `rr` of their own.
+         */
+        FlowTest: {
+            /**
+             * @description `stream` or `rr`, as the job's `test`.
+             * @enum {string}
+             */
+            kind: "stream" | "rr";
+            engine?: components["schemas"]["Engine"];
+            /** @description Parallel connections of this flow. */
+            streams?: number;
+            noDelay?: boolean;
+            bufferLength?: number;
+            rr?: {
+                /** @default 1 */
+                requestSize: number;
+                /** @default 1 */
+                responseSize: number;
+            };
+        } & (unknown & unknown);
         /** @enum {string} */
         Engine: "builtin" | "iperf3";
         UdpRate: {
@@ -489,6 +515,14 @@ export interface components {
              */
             interval?: number;
             /**
+             * @description Seconds the run's rr flows (a flow's `test.kind: rr`) measure alone before the other
+             *     flows start, so each rr result gives its idle round trips beside the loaded ones
+             *     (`rr.idle`, `rr.rttIncreaseSeconds`). The run lasts this much longer; the load still
+             *     runs `duration`. Needs at least one rr flow and one flow that is not rr (the server
+             *     checks this).
+             */
+            idleBaseline?: number;
+            /**
              * @description How many times a run is made again when it failed for a reason outside the
              *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
              *     (`agent_offline`), or a receiver that did not start (`peer_unavailable`). The run
@@ -542,7 +576,7 @@ export interface components {
                     "tx-ring"?: number;
                 };
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
@@ -676,6 +710,11 @@ export interface components {
                     flowIndex: number;
                     /** @enum {string} */
                     direction: "forward" | "reverse";
+                    /**
+                     * @description The flow's test kind.
+                     * @enum {string}
+                     */
+                    test: "stream" | "rr";
                     from: components["schemas"]["Endpoint"];
                     to: components["schemas"]["Endpoint"];
                     bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
@@ -685,6 +724,8 @@ export interface components {
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
                     rttP50Seconds: components["schemas"]["NullableRepeatSummary"];
                     rttP99Seconds: components["schemas"]["NullableRepeatSummary"];
+                    idleRttP50Seconds: components["schemas"]["NullableRepeatSummary"];
+                    idleRttP99Seconds: components["schemas"]["NullableRepeatSummary"];
                     senderCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                     receiverCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                 }[];
@@ -1034,15 +1075,28 @@ export interface components {
             /** @description Completed request/response exchanges over all streams. */
             transactions: number;
             transactionsPerSecond: number;
-            /** @description Round-trip time of a transaction, from writing the request to reading the last byte of the response. */
-            rttSeconds: {
-                min: number;
-                mean: number;
+            /** @description Round-trip time of a transaction, from writing the request to reading the last byte of the response (under load, after any idle baseline). */
+            rttSeconds: components["schemas"]["RttSummary"];
+            /** @description With the job's `idleBaseline`: the transactions made alone, before the other flows started. */
+            idle?: {
+                seconds: number;
+                transactions: number;
+                rttSeconds: components["schemas"]["RttSummary"];
+            };
+            /** @description With an idle baseline: loaded minus idle round-trip time, per percentile (what the load added). */
+            rttIncreaseSeconds?: {
                 p50: number;
                 p90: number;
                 p99: number;
-                max: number;
             };
+        };
+        RttSummary: {
+            min: number;
+            mean: number;
+            p50: number;
+            p90: number;
+            p99: number;
+            max: number;
         };
         EndDiagnostics: {
             agent: components["schemas"]["AgentId"];
