@@ -143,12 +143,14 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   const baseline = jobOf('base', { sweep: { bufferLength: [8192, 65536] } });
   const candidate = jobOf('cand', { engine: 'iperf3', sweep: { bufferLength: [8192, 65536] } } as Partial<JobSpec>);
   const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6 });
+  const points: Comparison['points'] = [
+    { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', judged: '', reason: null, environmentFlagged: false },
+    { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', judged: '', reason: null, environmentFlagged: false },
+  ];
+  const metric = { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true } as const;
   const c: Comparison = {
-    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
-    points: [
-      { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', reason: null, environmentFlagged: false },
-      { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', reason: null, environmentFlagged: false },
-    ],
+    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, points }], higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
+    points,
   };
   const svg = await draw(comparisonChart(baseline, candidate, c));
   assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);

@@ -176,7 +176,10 @@ export interface paths {
          * @description Points are matched by their sweep values. For each: the baseline and candidate means of
          *     the headline figure (throughput summed over flows, or rr transactions/s), the % change
          *     with its 95% interval (the Welch interval of the difference over the baseline mean),
-         *     Welch's t-test p-value and a verdict. Higher is better. Differences in the environment
+         *     Welch's t-test p-value and a verdict on the judged figure (`metric`), in its own
+         *     direction: higher is better for throughput and transactions/s, lower for round-trip
+         *     percentiles, loss, jitter, retransmits and CPU per bit. `metrics` compares every other
+         *     figure either job measured the same way. Differences in the environment
          *     under the runs (kernel, driver, firmware, MTU, link speed, socket-buffer limits, engine
          *     version) are listed; points are flagged when one is not explained by what you varied.
          */
@@ -753,9 +756,17 @@ export interface components {
                 name: "bitsPerSecond" | "transactionsPerSecond";
                 unit: string;
             };
+            /** @description The figure `points` judge, and which way is better. */
+            metric: components["schemas"]["MetricDirection"];
+            /** @description The judged metric's direction (as `metric.higherIsBetter`). */
             higherIsBetter: boolean;
             confidence: number;
             minChangePercent: number;
+            /** @description Every figure either job measured, each compared point by point in its own direction (the judged one included). */
+            metrics: {
+                metric: components["schemas"]["MetricDirection"];
+                points: components["schemas"]["ComparedPoint"][];
+            }[];
             /** @description Spec fields that differ between the two jobs. */
             variedByUser: string[];
             environmentDifferences: {
@@ -767,20 +778,33 @@ export interface components {
                 /** @description True when a spec field you changed explains it (engine -> engine version). */
                 variedByUser: boolean;
             }[];
-            points: {
-                point: components["schemas"]["SweepPoint"];
-                baseline: components["schemas"]["SideSummary"];
-                candidate: components["schemas"]["SideSummary"];
-                changePercent: number | null;
-                changePercentInterval: null | number[];
-                pValue: number | null;
-                /** @enum {string} */
-                verdict: "better" | "worse" | "no significant change" | "not comparable";
-                /** @description Why the point is not comparable. */
-                reason: string | null;
-                /** @description Something you did not vary differs in the environment. */
-                environmentFlagged: boolean;
-            }[];
+            points: components["schemas"]["ComparedPoint"][];
+        };
+        /** @enum {string} */
+        MetricName: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds" | "rttP90Seconds" | "rttP99Seconds" | "idleRttP50Seconds" | "idleRttP99Seconds" | "udpLossRatio" | "jitterSeconds" | "retransmits" | "cpuSecondsPerGigabit";
+        MetricDirection: {
+            name: components["schemas"]["MetricName"];
+            unit: string;
+            higherIsBetter: boolean;
+        };
+        ComparedPoint: {
+            point: components["schemas"]["SweepPoint"];
+            baseline: components["schemas"]["SideSummary"];
+            candidate: components["schemas"]["SideSummary"];
+            changePercent: number | null;
+            changePercentInterval: null | number[];
+            pValue: number | null;
+            /**
+             * @description In the metric's own direction: a lower round trip is `better`.
+             * @enum {string}
+             */
+            verdict: "better" | "worse" | "no significant change" | "not comparable";
+            /** @description The verdict as a sentence: which figure, which way is better, and what it did (e.g. `rttP99Seconds (lower is better): 1.200 -> 9.800 ms, +716.67%: worse`). */
+            judged: string;
+            /** @description Why the point is not comparable. */
+            reason: string | null;
+            /** @description Something you did not vary differs in the environment. */
+            environmentFlagged: boolean;
         };
         SideSummary: {
             n: number;
@@ -1520,6 +1544,8 @@ export interface operations {
             query: {
                 baseline: components["schemas"]["Id"];
                 candidate: components["schemas"]["Id"];
+                /** @description The figure the verdicts judge (default: the baseline's headline). Higher is better for throughput and transactions/s; lower for round trips, loss, jitter, retransmits and CPU per bit. */
+                metric?: components["schemas"]["MetricName"];
                 /** @description A change smaller than this is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". */
                 minChangePercent?: number;
                 /** @description `svg` draws a baseline and a candidate bar per point, each with its interval, and the verdict above them. */
