@@ -101,7 +101,12 @@ test('niclab run -P 4 --with-rr: the table shows idle and loaded round trips; co
     assert.ok(row, stdout);
     const [idleP99, loadedP99, added] = [Number(row[2]), Number(row[4]), Number(row[5])];
     assert.ok(Math.abs(loadedP99 - idleP99 - added) < 0.002, `+p99 ${added} ms is loaded ${loadedP99} - idle ${idleP99}`);
-    runs.push(/^job ([0-9a-f-]{36})/m.exec(stdout)![1]!);
+    const id = /^job ([0-9a-f-]{36})/m.exec(stdout)![1]!;
+    runs.push(id);
+    // Each run's progress line gives the stream flow's throughput alone, as the report's total does.
+    const progress = [...stderr.matchAll(/^run \d\/2 succeeded: ([\d.]+) Mbit\/s$/gm)].map((m) => m[1]);
+    const stored = (await niclab.client.job(id)).body.runs.map((r: { flows: { bitsPerSecond: number }[] }) => (r.flows[0]!.bitsPerSecond / 1e6).toFixed(2));
+    assert.deepEqual(progress.sort(), stored.sort(), stderr);
   }
   const compare = await niclabCli('compare', runs[0]!, runs[1]!, '--metric', 'rttP99Seconds');
   assert.equal(compare.code, 0, compare.stderr);
