@@ -27,7 +27,7 @@ function jobOf(id: string, spec: Partial<JobSpec>): Job {
 const summary = (mean: number, half: number, n = 3): Summary => ({ n, mean, standardDeviation: half / 2, min: mean - half, max: mean + half, confidenceInterval: [mean - half, mean + half], coefficientOfVariation: half / 2 / mean });
 
 function leg(flowIndex: number, from: typeof A, bitsPerSecond: Summary | null): Leg {
-  return { flowIndex, direction: 'forward', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null };
+  return { flowIndex, direction: 'forward', test: 'stream', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, idleRttP50Seconds: null, idleRttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null };
 }
 
 function point(p: ReportPoint['point'], flows: Leg[], succeeded = 3): ReportPoint {
@@ -143,12 +143,14 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   const baseline = jobOf('base', { sweep: { bufferLength: [8192, 65536] } });
   const candidate = jobOf('cand', { engine: 'iperf3', sweep: { bufferLength: [8192, 65536] } } as Partial<JobSpec>);
   const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6 });
+  const points: Comparison['points'] = [
+    { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', judged: '', reason: null, environmentFlagged: false },
+    { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', judged: '', reason: null, environmentFlagged: false },
+  ];
+  const metric = { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true } as const;
   const c: Comparison = {
-    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
-    points: [
-      { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', reason: null, environmentFlagged: false },
-      { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', reason: null, environmentFlagged: false },
-    ],
+    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, points }], higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
+    points,
   };
   const svg = await draw(comparisonChart(baseline, candidate, c));
   assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);

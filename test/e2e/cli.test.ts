@@ -88,3 +88,31 @@ test('jobs, job, agents, report --csv, compare, cancel and schedules', async () 
   assert.equal((await niclabCli('schedules', 'delete', 'hourly')).stdout.trim(), 'schedule hourly deleted');
   assert.equal((await niclabCli('schedules', 'show', 'hourly')).code, 1);
 });
+
+test('niclab run -P 4 --with-rr: the table shows idle and loaded round trips; compare --metric judges them lower-is-better', async () => {
+  const runs: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const { code, stdout, stderr } = await niclabCli('run', ...loop, '-P', '4', '-t', '1', '--with-rr', '--idle', '1', '--repeat', '2', '--wait');
+    assert.equal(code, 0, stderr);
+    // One rr flow beside the 4-stream flow, alone for a second first: idle and loaded side by side with the difference.
+    assert.match(stdout, /^round trips \(rr\):$/m, stdout);
+    assert.match(stdout, /^flow\s+path\s+transactions\/s\s+idle p50 ms\s+idle p99 ms\s+loaded p50 ms\s+loaded p99 ms\s+\+p99 ms$/m, stdout);
+    const row = /^\s*1\s+cli:lo -> cli:lo\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(-?[\d.]+)$/m.exec(stdout);
+    assert.ok(row, stdout);
+    const [idleP99, loadedP99, added] = [Number(row[2]), Number(row[4]), Number(row[5])];
+    assert.ok(Math.abs(loadedP99 - idleP99 - added) < 0.002, `+p99 ${added} ms is loaded ${loadedP99} - idle ${idleP99}`);
+    const id = /^job ([0-9a-f-]{36})/m.exec(stdout)![1]!;
+    runs.push(id);
+    // Each run's progress line gives the stream flow's throughput alone, as the report's total does.
+    const progress = [...stderr.matchAll(/^run \d\/2 succeeded: ([\d.]+) Mbit\/s$/gm)].map((m) => m[1]);
+    const stored = (await niclab.client.job(id)).body.runs.map((r: { flows: { bitsPerSecond: number }[] }) => (r.flows[0]!.bitsPerSecond / 1e6).toFixed(2));
+    assert.deepEqual(progress.sort(), stored.sort(), stderr);
+  }
+  const compare = await niclabCli('compare', runs[0]!, runs[1]!, '--metric', 'rttP99Seconds');
+  assert.equal(compare.code, 0, compare.stderr);
+  assert.match(compare.stdout, /^judged: rttP99Seconds \(lower is better\)$/m);
+  assert.match(compare.stdout, /^ms: orig, new, % change/m);
+  for (const metric of ['bitsPerSecond', 'transactionsPerSecond', 'rttP99Seconds', 'idleRttP99Seconds', 'cpuSecondsPerGigabit']) {
+    assert.match(compare.stdout, new RegExp(`^\\s+-\\s+${metric}\\s`, 'm'), `${metric} in every-figure table:\n${compare.stdout}`);
+  }
+});

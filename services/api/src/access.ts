@@ -1,6 +1,7 @@
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/domain/contract';
 import { maxRuns } from '@niclab/shared/domain/campaign';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/domain/plan';
+import { runSeconds } from '@niclab/shared/domain/flow-tests';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
 import type { RequestCounts } from '@niclab/shared/stores/request-stores';
@@ -84,14 +85,18 @@ export function checkLimits(
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
     throw limitError(`${root}.repeat`, 'maxRunsPerJob', `the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
   }
-  if (limits.maxDurationSeconds !== undefined && spec.duration > limits.maxDurationSeconds) {
-    throw limitError(`${root}.duration`, 'maxDurationSeconds', `${spec.duration} s is over the limit of ${limits.maxDurationSeconds} s`);
+  if (limits.maxDurationSeconds !== undefined && runSeconds(spec) > limits.maxDurationSeconds) {
+    throw limitError(`${root}.duration`, 'maxDurationSeconds', `${runSeconds(spec)} s${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);
   }
   for (const point of points) {
     const params = paramsAt(spec, point);
-    if (limits.maxStreams !== undefined && params.streams > limits.maxStreams) {
-      throw limitError(point.streams !== undefined ? `${root}.sweep.streams` : `${root}.streams`, 'maxStreams', `${params.streams} streams is over the limit of ${limits.maxStreams}`);
-    }
+    // A flow's own test may set its own streams: each flow is held to the limit.
+    spec.flows.forEach((flow, i) => {
+      const streams = paramsAt(spec, point, i).streams;
+      if (limits.maxStreams === undefined || streams <= limits.maxStreams) return;
+      const field = flow.test?.streams !== undefined ? `${root}.flows[${i}].test.streams` : point.streams !== undefined ? `${root}.sweep.streams` : `${root}.streams`;
+      throw limitError(field, 'maxStreams', `${streams} streams is over the limit of ${limits.maxStreams}`);
+    });
     if (limits.maxUdpBitsPerSecond !== undefined && params.udp) {
       const bits = udpBitsPerSecond(params.udp);
       if (bits > limits.maxUdpBitsPerSecond) {

@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/domain/contract';
 import { canRun } from '@niclab/shared/domain/engine-rules';
+import { flowSpec, flowTestErrors, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -25,7 +26,7 @@ function consistency(spec: JobSpec): FieldError[] {
   for (const dimension of ['packetSize', 'rate'] as const) {
     if (spec.sweep?.[dimension] && spec.protocol !== 'udp') errors.push({ field: `body.sweep.${dimension}`, message: 'applies to protocol "udp" only' });
   }
-  errors.push(...kindOf(spec).specErrors(spec));
+  errors.push(...kindOf(spec).specErrors(spec), ...flowTestErrors(spec));
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
@@ -65,7 +66,7 @@ export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
   filled.interval = intervalOf(filled);
   if (typeof filled.repeat === 'object') filled.repeat = { confidence: 0.95, halfWidthPercent: 2.5, ...filled.repeat };
-  return kindOf(filled).withDefaults(filled);
+  return withFlowTestDefaults(kindOf(filled).withDefaults(filled));
 }
 
 /** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
@@ -73,8 +74,13 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
   const errors = consistency(spec);
   const agents = new Map(registered.map((agent) => [agent.id, agent]));
   errors.push(...inventory(spec, agents));
-  const involved = [...new Set(spec.flows.flatMap((f) => [f.from.agent, f.to.agent]))].map((id) => agents.get(id)).filter((a): a is Agent => !!a?.online);
-  errors.push(...canRun(spec, involved).map((message) => ({ field: 'body.engine', message })));
+  // Each flow runs its own test with its own engine on its own agents.
+  const reasons = new Map<string, string>();
+  spec.flows.forEach((flow, i) => {
+    const involved = [...new Set([flow.from.agent, flow.to.agent])].map((id) => agents.get(id)).filter((a): a is Agent => !!a?.online);
+    for (const message of canRun(flowSpec(spec, i), involved)) if (!reasons.has(message)) reasons.set(message, flow.test ? `body.flows[${i}].test` : 'body.engine');
+  });
+  errors.push(...[...reasons].map(([message, field]) => ({ field, message })));
   return errors;
 }
 

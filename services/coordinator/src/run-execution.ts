@@ -8,6 +8,7 @@ import type { Keys } from '@niclab/shared/stores/keys';
 import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { legsOf, paramsAt, type PlannedRun } from '@niclab/shared/domain/plan';
+import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/flow-tests';
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
 import { flowResult } from './flow-result.js';
@@ -120,11 +121,13 @@ export class RunExecution {
   private async measure(blocking: Redis, signal: AbortSignal, t0: number): Promise<ErrorInfo | null> {
     const { job, run, legs } = this;
     const spec = job.spec;
-    const params = paramsAt(spec, run.point);
-    const deadline = t0 + (params.duration + this.deps.setupSeconds) * 1000;
+    const deadline = t0 + (runSeconds(spec) + this.deps.setupSeconds) * 1000;
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
-    const base = { jobId: job.id, runId: run.id, engine: spec.engine, params, deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}) };
-    await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
+    // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).
+    const base = legs.map((leg) => ({
+      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}),
+    }));
+    await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base[i]!, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
     // Receivers get half the setup allowance to start; the other half is the senders' margin.
     const setupDeadline = t0 + this.deps.setupSeconds * 500;
     const started = (i: number) => this.ready.has(i) || this.receivers.has(i);
@@ -140,7 +143,8 @@ export class RunExecution {
       legs.map((leg, i) => {
         const peer = this.ready.get(i);
         if (!peer) return Promise.resolve(); // its receiver already failed and reported
-        return this.dispatch(leg.sender.agent, { ...base, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt } satisfies SenderTask);
+        const legStart = startAt + startDelaySeconds(spec, leg.flowIndex) * 1000;
+        return this.dispatch(leg.sender.agent, { ...base[i]!, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt: legStart } satisfies SenderTask);
       }),
     );
     const expected = legs.filter((_, i) => this.ready.has(i)).length;

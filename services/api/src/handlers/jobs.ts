@@ -54,7 +54,7 @@ export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) 
   const [baseline, candidate] = await Promise.all([store.get(query.baseline), store.get(query.candidate)]);
   if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline}`);
   if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate}`);
-  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'));
+  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'), query.metric);
   if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
   if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(comparisonChart(baseline, candidate, comparison)) } };
   return { status: 200, body: comparison };

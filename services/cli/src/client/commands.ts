@@ -8,6 +8,7 @@ import type { Agent, Job, JobSpec } from '@niclab/shared/domain/contract';
 import { pointLabel } from '@niclab/shared/domain/report';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
+import { measuresHeadline } from '@niclab/shared/domain/flow-tests';
 import { Api, ClientError } from './http.js';
 import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
 
@@ -40,6 +41,8 @@ const RUN_OPTIONS = {
   resolution: { type: 'string' },
   confirm: { type: 'string' },
   'both-directions': { type: 'boolean' },
+  'with-rr': { type: 'boolean' },
+  idle: { type: 'string' },
 } as const;
 
 const COMMON = {
@@ -56,17 +59,21 @@ const COMMON = {
   cron: { type: 'string' },
   tz: { type: 'string' },
   'min-change': { type: 'string' },
+  metric: { type: 'string' },
 } as const;
 
 export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or NICLAB_API, default http://127.0.0.1:8080;
 --token TOKEN or NICLAB_TOKEN):
   niclab run --from A:eth1 --to D:eth1 [--to ...] [--engine builtin|iperf3] [-t 10] [-l 8k]
              [-w 128k] [-P 4] [--nodelay] [--udp --rate 70kpps|100mbit --size 1500]
-             [--rr --request 1 --response 1] [--reverse|--bidir] [--repeat 10]
+             [--rr --request 1 --response 1] [--with-rr [--idle 3]] [--reverse|--bidir] [--repeat 10]
              [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
       dir (forward,reverse,bidir); --both-directions is --sweep dir=forward,reverse.
+      --with-rr: latency under load, an rr flow (builtin, 1 connection, TCP_NODELAY) beside
+      each path, alone for --idle seconds (default 3; 0: none) before the load starts; the
+      table shows idle and loaded round trips side by side.
       Without --wait it prints the job id; with it, live progress, then the nttcp table
       (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
   niclab search --from A:eth1 --to B:eth1 [--size 1500] [--pdr 0.1%] [--min 1kpps] [--max 100mbit]
@@ -75,7 +82,7 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       defaults to the sender's link speed. With --wait: one line per trial, then the table.
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
   niclab agents                              niclab report ID [--csv | --svg FILE]
-  niclab compare BASELINE CANDIDATE [--min-change 1] [--svg FILE]
+  niclab compare BASELINE CANDIDATE [--min-change 1] [--metric rttP99Seconds] [--svg FILE]
       --svg FILE writes the job's figure (a sweep's curve, a search's loss against rate, a
       fan-in's bars, a single run's intervals; A/B bars with the verdict) as SVG to FILE.
   niclab schedules [list | show NAME | pause NAME | resume NAME | delete NAME]
@@ -164,6 +171,7 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
       case 'compare': {
         const q = new URLSearchParams({ baseline: need(positionals[0], 'a baseline job id'), candidate: need(positionals[1], 'a candidate job id') });
         if (values['min-change']) q.set('minChangePercent', values['min-change']);
+        if (values.metric) q.set('metric', values.metric);
         if (values.json) return print(await api.json('GET', `/v1/compare?${q}`)), 0;
         if (values.svg !== undefined) return await saveSvg(api, `/v1/compare?${q}&format=svg`, values.svg, out);
         q.set('format', 'table');
@@ -220,7 +228,8 @@ async function run(api: Api, spec: Partial<JobSpec>, o: { wait?: boolean; json?:
       const run = data.run;
       point = pointLabel(run.point);
       const { name, table } = kindOf(run).headline;
-      const value = run.flows.reduce((a: number, f: Record<string, number | null>) => a + (f[name] ?? 0), 0);
+      // The job's own test's flows only: an rr flow beside a stream is no part of its throughput.
+      const value = run.flows.reduce((a: number, f: Record<string, number | null>) => a + (measuresHeadline(submitted.spec, f.flowIndex!) ? (f[name] ?? 0) : 0), 0);
       const loss = run.flows.some((f: { udpLossRatio: number | null }) => f.udpLossRatio !== null) ? `, loss ${(Math.max(...run.flows.map((f: { udpLossRatio: number | null }) => f.udpLossRatio ?? 0)) * 100).toFixed(3)}%` : '';
       const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}${loss}`;
       if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);

@@ -100,6 +100,9 @@ export interface RunOptions {
   rate?: string;
   size?: string;
   rr?: boolean;
+  /** Latency under load: an rr flow (builtin, 1 stream, TCP_NODELAY) beside each path's load, idle first for `idle` seconds (default 3, 0 for none). */
+  'with-rr'?: boolean;
+  idle?: string;
   request?: string;
   response?: string;
   reverse?: boolean;
@@ -142,7 +145,9 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
   if (o.rr) {
     spec.test = 'rr';
     spec.rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
-  } else if (o.request || o.response) throw new ArgumentError('--request and --response need --rr');
+  } else if ((o.request || o.response) && !o['with-rr']) throw new ArgumentError('--request and --response need --rr or --with-rr');
+  if (o['with-rr']) withRr(spec, o);
+  else if (o.idle) throw new ArgumentError('--idle needs --with-rr');
   if (o.reverse) spec.direction = 'reverse';
   if (o.bidir) spec.direction = 'bidir';
   if (o.repeat) spec.repeat = integer(o.repeat, '--repeat');
@@ -162,6 +167,17 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
     );
   }
   return spec;
+}
+
+/** `--with-rr`: one rr flow per distinct path of the load, started with it (after the idle baseline). */
+function withRr(spec: Partial<JobSpec> & { flows: JobSpec['flows'] }, o: RunOptions): void {
+  if (o.rr || o.udp) throw new ArgumentError('--with-rr adds an rr flow beside a TCP stream: not with --rr or --udp');
+  const paths = new Map(spec.flows.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
+  const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
+  for (const { from, to } of paths.values()) spec.flows.push({ from, to, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } });
+  const idle = o.idle === undefined ? 3 : Number(o.idle.replace(/s$/, ''));
+  if (!Number.isFinite(idle) || idle < 0) throw new ArgumentError(`--idle: "${o.idle}" is not a number of seconds`);
+  if (idle > 0) spec.idleBaseline = idle;
 }
 
 /** A loss ratio: `0.1%` or `0.001`. */

@@ -8,6 +8,7 @@ import { halfWidthPercent, summarize } from './statistics.js';
 import { kindOf, type Headline } from './test-kinds/index.js';
 import { maxSearchRuns, RateSearch } from './rate-search.js';
 import { perFinishedRuns } from './finished-runs.js';
+import { measuresHeadline } from './flow-tests.js';
 
 /** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
 export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
@@ -19,7 +20,7 @@ export function headline(spec: JobSpec): { name: Headline['name']; unit: string 
 export function runValue(spec: JobSpec, run: Run): number | null {
   if (run.status !== 'succeeded') return null;
   const { flowValue } = kindOf(spec).headline;
-  return run.flows.reduce((sum, f) => sum + (flowValue(f) ?? 0), 0);
+  return run.flows.reduce((sum, f) => sum + (measuresHeadline(spec, f.flowIndex) ? (flowValue(f) ?? 0) : 0), 0);
 }
 
 export interface PointState {

@@ -1,8 +1,10 @@
 /**
- * A/B comparison of two campaigns: points matched by their sweep values, Welch's t-test on the
- * headline figure, a verdict, and what differed in the environment under them.
+ * A/B comparison of two campaigns: points matched by their sweep values, Welch's t-test on a
+ * figure in its own direction (the headline unless asked), a verdict, every other figure
+ * measured, and what differed in the environment under them.
  */
-import { byPoint, headline, runValue } from './campaign.js';
+import { byPoint, headline } from './campaign.js';
+import { METRIC_NAMES, RUN_METRICS, type MetricName, type RunMetric } from './metrics.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
@@ -11,7 +13,8 @@ import { alignTable } from './text-table.js';
 import { summarize, welch } from './statistics.js';
 
 export type Comparison = components['schemas']['Comparison'];
-type ComparedPoint = Comparison['points'][number];
+type ComparedPoint = components['schemas']['ComparedPoint'];
+type MetricDirection = components['schemas']['MetricDirection'];
 type Difference = Comparison['environmentDifferences'][number];
 type Environment = NonNullable<EndDiagnostics['environment']>;
 
@@ -65,84 +68,114 @@ function environmentDifferences(baseRuns: Run[], candRuns: Run[], userVaried: st
   return out;
 }
 
-export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1): Comparison {
+/** The metrics either job measured (a value in some succeeded run), in catalogue order. */
+function measured(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[]): RunMetric[] {
+  const has = (metric: RunMetric, job: Job, runs: Run[]) => runs.some((r) => r.status === 'succeeded' && metric.value(job.spec, r) !== null);
+  return METRIC_NAMES.map((name) => RUN_METRICS[name]).filter((m) => has(m, baseline, baseRuns) || has(m, candidate, candRuns));
+}
+
+const direction = (m: RunMetric): MetricDirection => ({ name: m.name, unit: m.unit, higherIsBetter: m.higherIsBetter });
+
+/**
+ * A/B of two jobs on `metricName` (default: the baseline's headline), each point's verdict in
+ * that figure's own direction; `metrics` does the same for every figure either job measured.
+ */
+export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1, metricName?: MetricName): Comparison {
   const metric = headline(baseline.spec);
+  const judged = RUN_METRICS[metricName ?? metric.name];
   const userVaried = varied(baseline.spec, candidate.spec);
-  const notComparable = metric.name !== headline(candidate.spec).name ? `the baseline measures ${metric.name}, the candidate ${headline(candidate.spec).name}` : null;
+  const notComparable = !metricName && metric.name !== headline(candidate.spec).name ? `the baseline measures ${metric.name}, the candidate ${headline(candidate.spec).name}` : null;
   const differences = environmentDifferences(baseRuns.filter((r) => r.status === 'succeeded'), candRuns.filter((r) => r.status === 'succeeded'), userVaried);
-  const unexplained = differences.filter((d) => !d.variedByUser);
+  const flagged = differences.some((d) => !d.variedByUser);
   const confidence = 0.95;
   const keys = new Map<string, SweepPoint>();
   for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
   const [baseByPoint, candByPoint] = [byPoint(baseRuns), byPoint(candRuns)];
-  const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
-  const points: ComparedPoint[] = [...keys].map(([key, point]) => {
-    const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence);
-    const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence);
-    const w = welch(b, c, confidence);
-    const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
-    const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;
-    const reason = notComparable ?? missing ?? few;
-    const pct = (x: number) => (b.mean !== 0 ? (x / b.mean) * 100 : 0);
-    let verdict: ComparedPoint['verdict'] = 'not comparable';
-    const significant = !reason && w.pValue! < 1 - confidence && Math.abs(pct(w.difference)) >= minChangePercent;
-    if (!reason) verdict = significant ? (w.difference > 0 ? 'better' : 'worse') : 'no significant change';
-    return {
-      point,
-      baseline: { n: b.n, mean: b.mean, standardDeviation: b.standardDeviation },
-      candidate: { n: c.n, mean: c.mean, standardDeviation: c.standardDeviation },
-      changePercent: b.n && c.n ? pct(w.difference) : null,
-      changePercentInterval: b.n >= 2 && c.n >= 2 ? [pct(w.differenceInterval[0]), pct(w.differenceInterval[1])] : null,
-      pValue: reason ? null : w.pValue,
-      verdict,
-      reason,
-      environmentFlagged: unexplained.length > 0,
-    };
-  });
+  const pointsOf = (m: RunMetric): ComparedPoint[] => {
+    const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).filter((r) => r.status === 'succeeded').map((r) => m.value(spec, r)).filter((v): v is number => v !== null);
+    return [...keys].map(([key, point]) => {
+      const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence);
+      const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence);
+      const w = welch(b, c, confidence);
+      const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
+      const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;
+      const reason = notComparable ?? missing ?? few;
+      const pct = (x: number) => (b.mean !== 0 ? (x / b.mean) * 100 : 0);
+      let verdict: ComparedPoint['verdict'] = 'not comparable';
+      const significant = !reason && w.pValue! < 1 - confidence && Math.abs(pct(w.difference)) >= minChangePercent;
+      // A rise is better only for a figure where higher is better: a longer round trip is worse.
+      if (!reason) verdict = significant ? (w.difference > 0 === m.higherIsBetter ? 'better' : 'worse') : 'no significant change';
+      const changePercent = b.n && c.n ? pct(w.difference) : null;
+      return {
+        point,
+        baseline: { n: b.n, mean: b.mean, standardDeviation: b.standardDeviation },
+        candidate: { n: c.n, mean: c.mean, standardDeviation: c.standardDeviation },
+        changePercent,
+        changePercentInterval: b.n >= 2 && c.n >= 2 ? [pct(w.differenceInterval[0]), pct(w.differenceInterval[1])] : null,
+        pValue: reason ? null : w.pValue,
+        verdict,
+        judged: `${m.name} (${m.higherIsBetter ? 'higher' : 'lower'} is better): ${b.n ? fmt(b.mean, m) : '-'} -> ${c.n ? fmt(c.mean, m) : '-'} ${m.table.unit}${changePercent === null ? '' : `, ${changePercent >= 0 ? '+' : ''}${changePercent.toFixed(2)}%`}: ${verdict}`,
+        reason,
+        environmentFlagged: flagged,
+      };
+    });
+  };
+  const all = measured(baseline, baseRuns, candidate, candRuns);
+  if (!all.includes(judged)) all.unshift(judged);
+  const metrics = all.map((m) => ({ metric: direction(m), points: pointsOf(m) }));
   return {
     baseline: baseline.id,
     candidate: candidate.id,
     headline: metric,
-    higherIsBetter: true,
+    metric: direction(judged),
+    higherIsBetter: judged.higherIsBetter,
     confidence,
     minChangePercent,
     variedByUser: userVaried,
     environmentDifferences: differences,
-    points,
+    points: metrics.find((x) => x.metric.name === judged.name)!.points,
+    metrics,
   };
 }
 
-const fmt = (value: number, metric: Comparison['headline']) => (metric.name === 'bitsPerSecond' ? (value / 1e6).toFixed(2) : value.toFixed(1));
+const fmt = (value: number, m: RunMetric) => (value / m.table.scale).toFixed(m.table.digits);
 
 /**
  * Seed 001's table: points grouped by every swept field but the last, a line per point with
- * orig, new and % change (with its interval, p and verdict), and each group's average change.
+ * orig, new and % change (with its interval, p and verdict), and each group's average change;
+ * then every other figure the jobs measured, a line per point and figure.
  */
 export function comparisonTable(c: Comparison, dimensions: string[]): string {
-  const unit = c.headline.name === 'bitsPerSecond' ? 'Mbit/s' : c.headline.unit;
+  const judged = RUN_METRICS[c.metric.name];
+  const way = (m: { higherIsBetter: boolean }) => (m.higherIsBetter ? 'higher is better' : 'lower is better');
   const last = dimensions.at(-1);
   const groupOf = (p: SweepPoint) => pointLabel(Object.fromEntries(Object.entries(p).filter(([k]) => k !== last)) as SweepPoint);
   const lineOf = (p: SweepPoint) => (last ? pointLabel({ [last]: p[last as keyof SweepPoint] } as SweepPoint) : 'all');
-  const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `${unit}: orig, new, % change (${Math.round(c.confidence * 100)}% CI), p, verdict`];
+  const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `judged: ${judged.name} (${way(judged)})`, `${judged.table.unit}: orig, new, % change (${Math.round(c.confidence * 100)}% CI), p, verdict`];
   if (c.variedByUser.length) out.push(`varied: ${c.variedByUser.join(', ')}`);
   for (const d of c.environmentDifferences) out.push(`environment: ${d.where} ${d.field}: ${d.baseline} -> ${d.candidate}${d.variedByUser ? '' : '  (not varied by you: flagged)'}`);
+  const cells = (p: ComparedPoint, m: RunMetric) => [
+    p.baseline.n ? fmt(p.baseline.mean, m) : '-',
+    p.candidate.n ? fmt(p.candidate.mean, m) : '-',
+    p.changePercent === null ? '-' : p.changePercent.toFixed(2),
+    p.changePercentInterval ? `[${p.changePercentInterval[0]!.toFixed(2)}, ${p.changePercentInterval[1]!.toFixed(2)}]` : '',
+    p.pValue === null ? '' : `p=${p.pValue.toPrecision(2)}`,
+    p.verdict + (p.environmentFlagged ? ' (environment differs)' : ''),
+  ];
   const groups = new Map<string, ComparedPoint[]>();
   for (const p of c.points) groups.set(groupOf(p.point), [...(groups.get(groupOf(p.point)) ?? []), p]);
   for (const [group, points] of groups) {
     out.push('', group === '-' ? 'all points' : group);
-    const rows = points.map((p) => [
-      `  ${lineOf(p.point)}`, ':',
-      p.baseline.n ? fmt(p.baseline.mean, c.headline) : '-',
-      p.candidate.n ? fmt(p.candidate.mean, c.headline) : '-',
-      p.changePercent === null ? '-' : p.changePercent.toFixed(2),
-      p.changePercentInterval ? `[${p.changePercentInterval[0]!.toFixed(2)}, ${p.changePercentInterval[1]!.toFixed(2)}]` : '',
-      p.pValue === null ? '' : `p=${p.pValue.toPrecision(2)}`,
-      p.verdict + (p.environmentFlagged ? ' (environment differs)' : ''),
-    ]);
-    out.push(alignTable(rows));
+    out.push(alignTable(points.map((p) => [`  ${lineOf(p.point)}`, ':', ...cells(p, judged)])));
     const changes = points.map((p) => p.changePercent).filter((v): v is number => v !== null);
     if (changes.length) out.push(`  Average : ${(changes.reduce((a, b) => a + b, 0) / changes.length).toFixed(2)}%`);
   }
+  out.push('', 'every figure measured: orig, new, % change (CI), p, verdict in its own direction');
+  const rows = c.metrics.flatMap(({ metric, points }) => {
+    const m = RUN_METRICS[metric.name];
+    return points.map((p) => [`  ${pointLabel(p.point)}`, m.name, m.table.unit, way(m), ...cells(p, m)]);
+  });
+  out.push(alignTable(rows));
   return out.join('\n') + '\n';
 }
 

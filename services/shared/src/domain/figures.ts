@@ -22,3 +22,22 @@ export function rttSummary(sorted: Float64Array): RrFigures['rttSeconds'] {
   const sum = sorted.reduce((a, b) => a + b, 0);
   return { min: sorted[0]! / 1000, mean: sum / sorted.length / 1000, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1]! / 1000 };
 }
+
+/**
+ * An rr end's figures from its round trips in milliseconds: the loaded ones over `seconds`,
+ * and, after an idle baseline, the idle ones beside them with what the load added.
+ */
+export function rrFigures(sizes: { requestSize: number; responseSize: number }, loaded: number[], seconds: number, idle?: { rtts: number[]; seconds: number }): RrFigures {
+  const rttSeconds = rttSummary(Float64Array.from(loaded).sort());
+  const figures: RrFigures = {
+    ...sizes,
+    transactions: loaded.length,
+    transactionsPerSecond: seconds > 0 ? Math.round((loaded.length / seconds) * 1000) / 1000 : 0,
+    rttSeconds,
+  };
+  if (!idle) return figures;
+  const idleRtt = rttSummary(Float64Array.from(idle.rtts).sort());
+  figures.idle = { seconds: idle.seconds, transactions: idle.rtts.length, rttSeconds: idleRtt };
+  figures.rttIncreaseSeconds = { p50: rttSeconds.p50 - idleRtt.p50, p90: rttSeconds.p90 - idleRtt.p90, p99: rttSeconds.p99 - idleRtt.p99 };
+  return figures;
+}

@@ -1,6 +1,7 @@
 import type { JobSpec, SweepPoint } from './contract.js';
 import type { EngineParams, Leg } from './task.js';
 import { kindOf } from './test-kinds/index.js';
+import { flowSpec } from './flow-tests.js';
 
 export interface PlannedRun {
   index: number;
@@ -58,8 +59,14 @@ export function intervalOf(spec: Pick<JobSpec, 'interval' | 'duration'>): number
   return spec.interval ?? Math.min(1, spec.duration);
 }
 
-/** The parameters an engine sees for one sweep point. */
-export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
+/**
+ * The parameters an engine sees for one sweep point; with `flowIndex`, for that flow (its own
+ * test's values win over the job's and the sweep's).
+ */
+export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): EngineParams {
+  const own = flowIndex === undefined ? undefined : job.flows[flowIndex]?.test;
+  const spec = flowIndex === undefined ? job : flowSpec(job, flowIndex);
+  const point = own ? (Object.fromEntries(Object.entries(at).filter(([d]) => !(d in own) && !(own.rr && d in own.rr))) as SweepPoint) : at;
   const params: EngineParams = {
     protocol: spec.protocol,
     test: spec.test,
@@ -74,7 +81,10 @@ export function paramsAt(spec: JobSpec, point: SweepPoint): EngineParams {
   if (spec.udp) {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
   }
-  return { ...params, ...kindOf(spec).params(spec, point) };
+  const kind = kindOf(spec);
+  // A latency flow's idle baseline is part of its own run: it starts with the run, the load after it.
+  const idle = flowIndex !== undefined && kind.latency && job.idleBaseline ? { duration: params.duration + job.idleBaseline, idleSeconds: job.idleBaseline } : {};
+  return { ...params, ...kind.params(spec, point), ...idle };
 }
 
 /** The directions a run at `point` carries data in: the swept one, else the spec's. */

@@ -11,6 +11,7 @@ import { basePoint } from './rate-search.js';
 import { pointLabel } from './report.js';
 import { tQuantile } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
+import { RUN_METRICS } from './metrics.js';
 
 /** A Vega-Lite (v6) top-level spec. */
 export type ChartSpec = Record<string, unknown>;
@@ -223,7 +224,8 @@ function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
  * mean, and the verdict (with the % change) above the pair.
  */
 export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): ChartSpec {
-  const y = headlineAxis(baseline.spec);
+  const judged = RUN_METRICS[c.metric.name];
+  const y = c.metric.name === c.headline.name ? headlineAxis(baseline.spec) : { title: `${judged.name} (${judged.table.unit}, ${judged.higherIsBetter ? 'higher' : 'lower'} is better)`, scale: judged.table.scale };
   const interval = (s: Comparison['points'][number]['baseline']) => {
     const half = s.n > 1 ? tQuantile(1 - (1 - c.confidence) / 2, s.n - 1) * (s.standardDeviation / Math.sqrt(s.n)) : 0;
     return { mean: s.mean / y.scale, low: (s.mean - half) / y.scale, high: (s.mean + half) / y.scale, n: s.n };

@@ -10,6 +10,7 @@ import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
+import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { basePoint, searchResults } from './rate-search.js';
 
 export type Report = components['schemas']['Report'];
@@ -24,13 +25,14 @@ const summaryOf = (values: (number | null | undefined)[], confidence: number): R
 };
 
 /** Every figure of one leg over a point's succeeded runs. */
-function legFigures(runs: Run[], leg: number, confidence: number): LegFigures {
+function legFigures(spec: JobSpec, runs: Run[], leg: number, confidence: number): LegFigures {
   const flows = runs.map((r) => r.flows[leg]!);
   const [first] = flows;
   const pick = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(flows.map(f), confidence);
   return {
     flowIndex: first!.flowIndex,
     direction: first!.direction,
+    test: flowSpec(spec, first!.flowIndex).test,
     from: first!.from,
     to: first!.to,
     bitsPerSecond: pick((f) => f.bitsPerSecond),
@@ -40,6 +42,8 @@ function legFigures(runs: Run[], leg: number, confidence: number): LegFigures {
     transactionsPerSecond: pick((f) => f.rr?.transactionsPerSecond),
     rttP50Seconds: pick((f) => f.rr?.rttSeconds.p50),
     rttP99Seconds: pick((f) => f.rr?.rttSeconds.p99),
+    idleRttP50Seconds: pick((f) => f.rr?.idle?.rttSeconds.p50),
+    idleRttP99Seconds: pick((f) => f.rr?.idle?.rttSeconds.p99),
     senderCpuSeconds: pick((f) => f.sender?.cpuSeconds),
     receiverCpuSeconds: pick((f) => f.receiver?.cpuSeconds),
   };
@@ -57,8 +61,10 @@ export function buildReport(job: Job, runs: Run[]): Report {
     const mine = grouped.get(key) ?? [];
     const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
     const legs = ok[0]?.flows.length ?? 0;
-    const flows = Array.from({ length: legs }, (_, leg) => legFigures(ok, leg, confidence));
-    const sum = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(ok.map((r) => r.flows.reduce((a, flow) => a + (f(flow) ?? 0), 0)), confidence);
+    const flows = Array.from({ length: legs }, (_, leg) => legFigures(spec, ok, leg, confidence));
+    // Totals are over the flows of the job's own test: an rr flow's few bytes are no part of a stream job's throughput.
+    const sum = (f: (flow: FlowResult) => number | null | undefined) =>
+      summaryOf(ok.map((r) => r.flows.reduce((a, flow) => a + (measuresHeadline(spec, flow.flowIndex) ? (f(flow) ?? 0) : 0), 0)), confidence);
     // A search's points are the rates it tried: each is repeated only to confirm it.
     const state = states.get(key) ?? { stoppedBy: null, halfWidthPercent: null };
     return {
@@ -108,7 +114,7 @@ const csvCell = (value: unknown) => {
   return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
-const METRICS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds', 'rttP99Seconds', 'senderCpuSeconds', 'receiverCpuSeconds'] as const;
+const METRICS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds', 'rttP99Seconds', 'idleRttP50Seconds', 'idleRttP99Seconds', 'senderCpuSeconds', 'receiverCpuSeconds'] as const;
 
 /** One header row, one row per point × leg (and `total`) × metric that has values. */
 export function reportCsv(report: Report): string {
@@ -179,6 +185,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       rows.push(['', '', 'remote', ...nttcpColumns(ok.map((r) => r.flows[leg]!.receiver))]);
     });
     out.push(alignTable(rows));
+    out.push(...rttLines(p.flows));
     out.push(...whyLines(ok));
     const { name, table: { scale, unit, digits } } = kindOf(spec).headline;
     const total = p.total[name];
@@ -189,6 +196,25 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   if (report.searches) out.push('', ...searchTable(spec, report.searches));
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';
+}
+
+const ms = (s: RepeatSummary | null) => (s ? (s.mean * 1e3).toFixed(3) : '-');
+
+/** The round trips of a point's rr flows, idle beside loaded with what the load added (ms, means over runs). */
+function rttLines(flows: LegFigures[]): string[] {
+  const timed = flows.filter((f) => f.rttP99Seconds);
+  if (timed.length === 0) return [];
+  const idle = timed.some((f) => f.idleRttP99Seconds);
+  const header = ['flow', 'path', 'transactions/s', ...(idle ? ['idle p50 ms', 'idle p99 ms'] : []), `${idle ? 'loaded ' : ''}p50 ms`, `${idle ? 'loaded ' : ''}p99 ms`, ...(idle ? ['+p99 ms'] : [])];
+  const rows = timed.map((f) => {
+    const added = f.rttP99Seconds && f.idleRttP99Seconds ? ((f.rttP99Seconds.mean - f.idleRttP99Seconds.mean) * 1e3).toFixed(3) : '-';
+    return [
+      String(f.flowIndex), `${f.from.agent}:${f.from.interface} ${f.direction === 'forward' ? '->' : '<-'} ${f.to.agent}:${f.to.interface}`,
+      f.transactionsPerSecond ? f.transactionsPerSecond.mean.toFixed(1) : '-',
+      ...(idle ? [ms(f.idleRttP50Seconds), ms(f.idleRttP99Seconds)] : []), ms(f.rttP50Seconds), ms(f.rttP99Seconds), ...(idle ? [added] : []),
+    ];
+  });
+  return ['round trips (rr):', alignTable([header, ...rows])];
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);

@@ -7,6 +7,8 @@ export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'buf
   interval: number;
   /** Present exactly when the test is `rr`, with both sizes resolved. */
   rr?: { requestSize: number; responseSize: number };
+  /** A latency flow's idle baseline: its first seconds (of `duration`) run before the other flows start. */
+  idleSeconds?: number;
 };
 
 interface TaskBase {

@@ -176,7 +176,10 @@ export interface paths {
          * @description Points are matched by their sweep values. For each: the baseline and candidate means of
          *     the headline figure (throughput summed over flows, or rr transactions/s), the % change
          *     with its 95% interval (the Welch interval of the difference over the baseline mean),
-         *     Welch's t-test p-value and a verdict. Higher is better. Differences in the environment
+         *     Welch's t-test p-value and a verdict on the judged figure (`metric`), in its own
+         *     direction: higher is better for throughput and transactions/s, lower for round-trip
+         *     percentiles, loss, jitter, retransmits and CPU per bit. `metrics` compares every other
+         *     figure either job measured the same way. Differences in the environment
          *     under the runs (kernel, driver, firmware, MTU, link speed, socket-buffer limits, engine
          *     version) are listed; points are flagged when one is not explained by what you varied.
          */
@@ -407,7 +410,33 @@ export interface components {
         Flow: {
             from: components["schemas"]["Endpoint"];
             to: components["schemas"]["Endpoint"];
+            test?: components["schemas"]["FlowTest"];
         };
+        /**
+         * @description This flow's own test, where it differs from the job's: e.g. four stream flows and one
+         *     `rr` flow on the same path, all started together, so the rr flow's round trips are
+         *     measured under load (flent's RRUL). Fields left out take the job's values; the flow's
+         *     own values win over the job's and over a sweep. The job's `udp` applies to its stream
+         *     flows only, its `rr` to its rr flows that give no `rr` of their own.
+         */
+        FlowTest: {
+            /**
+             * @description `stream` or `rr`, as the job's `test`.
+             * @enum {string}
+             */
+            kind: "stream" | "rr";
+            engine?: components["schemas"]["Engine"];
+            /** @description Parallel connections of this flow. */
+            streams?: number;
+            noDelay?: boolean;
+            bufferLength?: number;
+            rr?: {
+                /** @default 1 */
+                requestSize: number;
+                /** @default 1 */
+                responseSize: number;
+            };
+        } & (unknown & unknown);
         /** @enum {string} */
         Engine: "builtin" | "iperf3";
         UdpRate: {
@@ -489,6 +518,14 @@ export interface components {
              */
             interval?: number;
             /**
+             * @description Seconds the run's rr flows (a flow's `test.kind: rr`) measure alone before the other
+             *     flows start, so each rr result gives its idle round trips beside the loaded ones
+             *     (`rr.idle`, `rr.rttIncreaseSeconds`). The run lasts this much longer; the load still
+             *     runs `duration`. Needs at least one rr flow and one flow that is not rr (the server
+             *     checks this).
+             */
+            idleBaseline?: number;
+            /**
              * @description How many times a run is made again when it failed for a reason outside the
              *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
              *     (`agent_offline`), or a receiver that did not start (`peer_unavailable`). The run
@@ -542,7 +579,7 @@ export interface components {
                     "tx-ring"?: number;
                 };
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
@@ -681,6 +718,11 @@ export interface components {
                     flowIndex: number;
                     /** @enum {string} */
                     direction: "forward" | "reverse";
+                    /**
+                     * @description The flow's test kind.
+                     * @enum {string}
+                     */
+                    test: "stream" | "rr";
                     from: components["schemas"]["Endpoint"];
                     to: components["schemas"]["Endpoint"];
                     bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
@@ -690,6 +732,8 @@ export interface components {
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
                     rttP50Seconds: components["schemas"]["NullableRepeatSummary"];
                     rttP99Seconds: components["schemas"]["NullableRepeatSummary"];
+                    idleRttP50Seconds: components["schemas"]["NullableRepeatSummary"];
+                    idleRttP99Seconds: components["schemas"]["NullableRepeatSummary"];
                     senderCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                     receiverCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                 }[];
@@ -717,9 +761,17 @@ export interface components {
                 name: "bitsPerSecond" | "transactionsPerSecond";
                 unit: string;
             };
+            /** @description The figure `points` judge, and which way is better. */
+            metric: components["schemas"]["MetricDirection"];
+            /** @description The judged metric's direction (as `metric.higherIsBetter`). */
             higherIsBetter: boolean;
             confidence: number;
             minChangePercent: number;
+            /** @description Every figure either job measured, each compared point by point in its own direction (the judged one included). */
+            metrics: {
+                metric: components["schemas"]["MetricDirection"];
+                points: components["schemas"]["ComparedPoint"][];
+            }[];
             /** @description Spec fields that differ between the two jobs. */
             variedByUser: string[];
             environmentDifferences: {
@@ -731,20 +783,33 @@ export interface components {
                 /** @description True when a spec field you changed explains it (engine -> engine version). */
                 variedByUser: boolean;
             }[];
-            points: {
-                point: components["schemas"]["SweepPoint"];
-                baseline: components["schemas"]["SideSummary"];
-                candidate: components["schemas"]["SideSummary"];
-                changePercent: number | null;
-                changePercentInterval: null | number[];
-                pValue: number | null;
-                /** @enum {string} */
-                verdict: "better" | "worse" | "no significant change" | "not comparable";
-                /** @description Why the point is not comparable. */
-                reason: string | null;
-                /** @description Something you did not vary differs in the environment. */
-                environmentFlagged: boolean;
-            }[];
+            points: components["schemas"]["ComparedPoint"][];
+        };
+        /** @enum {string} */
+        MetricName: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds" | "rttP90Seconds" | "rttP99Seconds" | "idleRttP50Seconds" | "idleRttP99Seconds" | "udpLossRatio" | "jitterSeconds" | "retransmits" | "cpuSecondsPerGigabit";
+        MetricDirection: {
+            name: components["schemas"]["MetricName"];
+            unit: string;
+            higherIsBetter: boolean;
+        };
+        ComparedPoint: {
+            point: components["schemas"]["SweepPoint"];
+            baseline: components["schemas"]["SideSummary"];
+            candidate: components["schemas"]["SideSummary"];
+            changePercent: number | null;
+            changePercentInterval: null | number[];
+            pValue: number | null;
+            /**
+             * @description In the metric's own direction: a lower round trip is `better`.
+             * @enum {string}
+             */
+            verdict: "better" | "worse" | "no significant change" | "not comparable";
+            /** @description The verdict as a sentence: which figure, which way is better, and what it did (e.g. `rttP99Seconds (lower is better): 1.200 -> 9.800 ms, +716.67%: worse`). */
+            judged: string;
+            /** @description Why the point is not comparable. */
+            reason: string | null;
+            /** @description Something you did not vary differs in the environment. */
+            environmentFlagged: boolean;
         };
         SideSummary: {
             n: number;
@@ -1039,15 +1104,28 @@ export interface components {
             /** @description Completed request/response exchanges over all streams. */
             transactions: number;
             transactionsPerSecond: number;
-            /** @description Round-trip time of a transaction, from writing the request to reading the last byte of the response. */
-            rttSeconds: {
-                min: number;
-                mean: number;
+            /** @description Round-trip time of a transaction, from writing the request to reading the last byte of the response (under load, after any idle baseline). */
+            rttSeconds: components["schemas"]["RttSummary"];
+            /** @description With the job's `idleBaseline`: the transactions made alone, before the other flows started. */
+            idle?: {
+                seconds: number;
+                transactions: number;
+                rttSeconds: components["schemas"]["RttSummary"];
+            };
+            /** @description With an idle baseline: loaded minus idle round-trip time, per percentile (what the load added). */
+            rttIncreaseSeconds?: {
                 p50: number;
                 p90: number;
                 p99: number;
-                max: number;
             };
+        };
+        RttSummary: {
+            min: number;
+            mean: number;
+            p50: number;
+            p90: number;
+            p99: number;
+            max: number;
         };
         EndDiagnostics: {
             agent: components["schemas"]["AgentId"];
@@ -1589,6 +1667,8 @@ export interface operations {
             query: {
                 baseline: components["schemas"]["Id"];
                 candidate: components["schemas"]["Id"];
+                /** @description The figure the verdicts judge (default: the baseline's headline). Higher is better for throughput and transactions/s; lower for round trips, loss, jitter, retransmits and CPU per bit. */
+                metric?: components["schemas"]["MetricName"];
                 /** @description A change smaller than this is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". */
                 minChangePercent?: number;
                 /** @description `svg` draws a baseline and a candidate bar per point, each with its interval, and the verdict above them. */

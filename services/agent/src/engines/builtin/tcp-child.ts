@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { endFigures, rttSummary } from '@niclab/shared/domain/figures';
+import { endFigures, rrFigures } from '@niclab/shared/domain/figures';
 import type { EndFigures, Interval, RrFigures } from '@niclab/shared/domain/contract';
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
@@ -184,7 +184,7 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
  * One request outstanding per connection, as netperf TCP_RR: write a request, read the whole
  * response, note the round trip, repeat until the duration is up. Resolves when the peer closed.
  */
-function transact(socket: Socket, sizes: { requestSize: number; responseSize: number }, endAt: number, rtts: number[]): Promise<void> {
+function transact(socket: Socket, sizes: { requestSize: number; responseSize: number }, endAt: number, record: (sentAt: number, rtt: number) => void): Promise<void> {
   const request = Buffer.alloc(sizes.requestSize, 0x51);
   return new Promise((resolve, reject) => {
     let got = 0;
@@ -198,7 +198,7 @@ function transact(socket: Socket, sizes: { requestSize: number; responseSize: nu
       got += chunk.length;
       if (got < sizes.responseSize) return;
       const now = performance.now();
-      rtts.push(now - sentAt);
+      record(sentAt, now - sentAt);
       if (now < endAt) next();
       else socket.end();
     });
@@ -212,18 +212,18 @@ async function request(input: TcpChildInput): Promise<TcpChildResult> {
   const sizes = input.params.rr!;
   const sockets = await openStreams(input);
   const socketBuffers = buffersOf(input, sockets);
-  const rtts: number[] = [];
+  const idleSeconds = input.params.idleSeconds ?? 0;
+  const idle: number[] = [];
+  const loaded: number[] = [];
   const cpu = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(sockets.map((socket) => transact(socket, sizes, t0 + input.params.duration * 1000, rtts)));
+  // A transaction sent during the idle baseline counts as idle, every later one as loaded.
+  const loadAt = t0 + idleSeconds * 1000;
+  const record = (sentAt: number, rtt: number) => (sentAt < loadAt ? idle : loaded).push(rtt);
+  await Promise.all(sockets.map((socket) => transact(socket, sizes, t0 + input.params.duration * 1000, record)));
   const realSeconds = (performance.now() - t0) / 1000;
-  const transactions = rtts.length;
-  const rr: RrFigures = {
-    ...sizes,
-    transactions,
-    transactionsPerSecond: realSeconds > 0 ? Math.round((transactions / realSeconds) * 1000) / 1000 : 0,
-    rttSeconds: rttSummary(Float64Array.from(rtts).sort()),
-  };
+  const transactions = idle.length + loaded.length;
+  const rr = rrFigures(sizes, loaded, realSeconds - idleSeconds, idleSeconds > 0 ? { rtts: idle, seconds: idleSeconds } : undefined);
   return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], rr, ...socketBuffers };
 }
 

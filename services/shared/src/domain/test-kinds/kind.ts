@@ -29,6 +29,10 @@ export interface TestKind {
   withDefaults(spec: JobSpec): JobSpec;
   /** This kind's own engine parameters at a sweep point. */
   params(spec: JobSpec, point: SweepPoint): Partial<EngineParams>;
+  /** This kind's fields alone: a flow of this kind in a job of another drops the others' (`udp`, `rr`, their sweeps). */
+  ownFields(spec: JobSpec): JobSpec;
+  /** It measures round trips, so its flows may take an idle baseline before the other flows load the path. */
+  readonly latency: boolean;
   readonly headline: Headline;
   /** A rate search (RFC 2544) may drive it: it offers a UDP rate and measures loss. */
   readonly searchable: boolean;

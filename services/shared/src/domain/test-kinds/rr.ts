@@ -20,6 +20,10 @@ export const rrKind: TestKind = {
     rr: { requestSize: point.requestSize ?? spec.rr?.requestSize ?? 1, responseSize: point.responseSize ?? spec.rr?.responseSize ?? 1 },
   }),
 
+  ownFields: ({ udp: _udp, ...spec }) => spec,
+
+  latency: true,
+
   searchable: false,
 
   headline: {

@@ -20,6 +20,14 @@ export const streamKind: TestKind = {
 
   params: () => ({}),
 
+  ownFields({ rr: _rr, ...spec }) {
+    if (!spec.sweep?.requestSize && !spec.sweep?.responseSize) return spec;
+    const { requestSize: _request, responseSize: _response, ...sweep } = spec.sweep;
+    return { ...spec, sweep };
+  },
+
+  latency: false,
+
   searchable: true,
 
   headline: {

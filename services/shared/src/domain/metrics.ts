@@ -1,0 +1,70 @@
+/**
+ * Every figure a run can be judged by, each with the way it is better: higher throughput and
+ * transactions/s; lower round trips, loss, jitter, retransmits and CPU per bit. A comparison
+ * judges one of them and shows all the jobs measured.
+ */
+import type { FlowResult, JobSpec, Run } from './contract.js';
+import { flowSpec } from './flow-tests.js';
+import { kindOf } from './test-kinds/index.js';
+
+export const METRIC_NAMES = [
+  'bitsPerSecond', 'transactionsPerSecond', 'rttP50Seconds', 'rttP90Seconds', 'rttP99Seconds', 'idleRttP50Seconds', 'idleRttP99Seconds',
+  'udpLossRatio', 'jitterSeconds', 'retransmits', 'cpuSecondsPerGigabit',
+] as const;
+export type MetricName = (typeof METRIC_NAMES)[number];
+
+export interface RunMetric {
+  name: MetricName;
+  /** Base unit, as in JSON. */
+  unit: string;
+  higherIsBetter: boolean;
+  /** How tables show it: value / scale in `unit`, with `digits` decimals. */
+  table: { scale: number; unit: string; digits: number };
+  /** The run's value, over its flows; null when the run measured none. */
+  value(spec: JobSpec, run: Run): number | null;
+}
+
+type Pick = (flow: FlowResult) => number | null | undefined;
+const present = (values: (number | null | undefined)[]) => values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+const sum = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) : null);
+/** The worst flow's value: a path is as slow as its slowest flow. */
+const worst = (pick: Pick) => (_: JobSpec, run: Run) => {
+  const values = present(run.flows.map(pick));
+  return values.length ? Math.max(...values) : null;
+};
+/** Summed over the flows whose own test has this headline (throughput of stream flows, transactions of rr flows). */
+const headlineSum = (name: 'bitsPerSecond' | 'transactionsPerSecond') => (spec: JobSpec, run: Run) => {
+  const flows = run.flows.filter((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.name === name);
+  return sum(present(flows.map((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.flowValue(f))));
+};
+const ms = { scale: 1e-3, unit: 'ms', digits: 3 };
+
+export const RUN_METRICS: Record<MetricName, RunMetric> = {
+  bitsPerSecond: { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true, table: { scale: 1e6, unit: 'Mbit/s', digits: 2 }, value: headlineSum('bitsPerSecond') },
+  transactionsPerSecond: { name: 'transactionsPerSecond', unit: 'transactions/s', higherIsBetter: true, table: { scale: 1, unit: 'transactions/s', digits: 1 }, value: headlineSum('transactionsPerSecond') },
+  rttP50Seconds: { name: 'rttP50Seconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.rr?.rttSeconds.p50) },
+  rttP90Seconds: { name: 'rttP90Seconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.rr?.rttSeconds.p90) },
+  rttP99Seconds: { name: 'rttP99Seconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.rr?.rttSeconds.p99) },
+  idleRttP50Seconds: { name: 'idleRttP50Seconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.rr?.idle?.rttSeconds.p50) },
+  idleRttP99Seconds: { name: 'idleRttP99Seconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.rr?.idle?.rttSeconds.p99) },
+  udpLossRatio: {
+    name: 'udpLossRatio', unit: 'ratio', higherIsBetter: false, table: { scale: 0.01, unit: '%', digits: 3 },
+    // Datagrams lost over datagrams sent, all UDP flows together.
+    value: (_, run) => {
+      const udp = run.flows.map((f) => f.udp).filter((u) => u !== null);
+      const sent = udp.reduce((a, u) => a + u.sent, 0);
+      return udp.length && sent > 0 ? udp.reduce((a, u) => a + u.lost, 0) / sent : null;
+    },
+  },
+  jitterSeconds: { name: 'jitterSeconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.udp?.jitterSeconds) },
+  retransmits: { name: 'retransmits', unit: 'segments', higherIsBetter: false, table: { scale: 1, unit: 'segments', digits: 0 }, value: (_, run) => sum(present(run.flows.map((f) => f.retransmits))) },
+  cpuSecondsPerGigabit: {
+    name: 'cpuSecondsPerGigabit', unit: 's/Gbit', higherIsBetter: false, table: { scale: 1, unit: 'CPU s/Gbit', digits: 3 },
+    // Both ends' CPU over the bits the receivers got, throughput flows only (an rr flow moves few bits for its CPU).
+    value: (spec, run) => {
+      const flows = run.flows.filter((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.name === 'bitsPerSecond' && f.sender && f.receiver);
+      const bits = flows.reduce((a, f) => a + f.receiver!.bytes * 8, 0);
+      return bits > 0 ? flows.reduce((a, f) => a + f.sender!.cpuSeconds + f.receiver!.cpuSeconds, 0) / (bits / 1e9) : null;
+    },
+  },
+};

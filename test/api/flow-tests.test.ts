@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { FlowResult, JobSpec, Run } from '@niclab/shared/domain/contract';
+import { flowSpec, flowTestErrors, startDelaySeconds, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
+import { runValue } from '@niclab/shared/domain/campaign';
+import { rrFigures } from '@niclab/shared/domain/figures';
+import { paramsAt } from '@niclab/shared/domain/plan';
+
+const path = { from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } };
+// Latency under load (flent's RRUL): a 4-stream flow and an rr flow on the same path, with an idle baseline.
+const spec: JobSpec = {
+  engine: 'iperf3', test: 'stream', protocol: 'tcp', retries: 0, duration: 10, bufferLength: 131072, streams: 4, noDelay: false, direction: 'forward', interval: 1, repeat: 1,
+  idleBaseline: 3, sweep: { streams: [2, 4] },
+  flows: [path, { ...path, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true } }],
+};
+
+test("each flow runs its own test, engine and parameters; the flow's own values win over the sweep", () => {
+  const [stream, rr] = [paramsAt(spec, { streams: 2 }, 0), paramsAt(spec, { streams: 2 }, 1)];
+  assert.equal(flowSpec(spec, 0).engine, 'iperf3');
+  assert.equal(flowSpec(spec, 1).engine, 'builtin');
+  assert.deepEqual([stream.test, stream.streams, stream.duration, stream.rr, stream.idleSeconds], ['stream', 2, 10, undefined, undefined]);
+  assert.deepEqual([rr.test, rr.streams, rr.noDelay, rr.rr], ['rr', 1, true, { requestSize: 1, responseSize: 1 }]);
+  // The rr flow measures alone for the idle baseline, then beside the load for the whole duration.
+  assert.deepEqual([rr.duration, rr.idleSeconds], [13, 3]);
+  assert.deepEqual([startDelaySeconds(spec, 0), startDelaySeconds(spec, 1)], [3, 0]);
+  assert.deepEqual(withFlowTestDefaults(spec).flows[1]!.test!.rr, { requestSize: 1, responseSize: 1 }, 'the stored job shows the sizes used');
+});
+
+test('an idle baseline needs an rr flow and a flow that loads the path; a flow test is checked against the job', () => {
+  const fields = (s: JobSpec) => flowTestErrors(s).map((e) => `${e.field}: ${e.message}`);
+  assert.deepEqual(fields(spec), []);
+  assert.match(fields({ ...spec, flows: [path, path] }).join(), /body.idleBaseline: needs a flow that measures round trips/);
+  assert.match(fields({ ...spec, flows: [spec.flows[1]!] }).join(), /body.idleBaseline: needs a flow that loads the path/);
+  assert.match(fields({ ...spec, direction: 'bidir' }).join(), /body.flows\[1\].test.direction: test "rr" has no bidir/);
+});
+
+test("a stream job's headline is its stream flows' throughput: the rr flow's bytes are not in it", () => {
+  const flow = (flowIndex: number, bitsPerSecond: number): FlowResult => ({
+    flowIndex, direction: 'forward', ...path, sender: null, receiver: null, bitsPerSecond, retransmits: 0, udp: null,
+    rr: flowIndex === 1 ? rrFigures({ requestSize: 1, responseSize: 1 }, [1, 2], 10) : null, intervals: [], nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: {},
+  });
+  const run = { status: 'succeeded', flows: [flow(0, 90e6), flow(1, 20e3)] } as Run;
+  assert.equal(runValue(spec, run), 90e6);
+});
+
+test('rr figures: loaded and idle round trips side by side, with what the load added', () => {
+  const rr = rrFigures({ requestSize: 1, responseSize: 1 }, [10, 20, 30, 40], 2, { rtts: [1, 2, 3, 4], seconds: 3 });
+  assert.equal(rr.transactionsPerSecond, 2, 'loaded transactions over the loaded seconds only');
+  assert.deepEqual(rr.idle, { seconds: 3, transactions: 4, rttSeconds: { min: 0.001, mean: 0.0025, p50: 0.002, p90: 0.004, p99: 0.004, max: 0.004 } });
+  assert.deepEqual(rr.rttSeconds.p99, 0.04);
+  assert.ok(Math.abs(rr.rttIncreaseSeconds!.p99 - 0.036) < 1e-12 && Math.abs(rr.rttIncreaseSeconds!.p50 - 0.018) < 1e-12);
+});
