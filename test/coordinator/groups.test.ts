@@ -7,6 +7,7 @@ import { maxDegree, planRounds } from '@niclab/shared/domain/rounds';
 import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 import { runSpec } from '@niclab/shared/domain/plan';
+import { specOf } from '@niclab/cli/client/spec';
 
 /**
  * Groups of flows (mesh, disjoint, star): their expansion against an inventory, the rounds
@@ -163,4 +164,11 @@ test('the campaign gives the rounds one after the other, all of a round at once;
   assert.match(table, /mesh matrix: 6 pairs in 6 rounds/);
   assert.match(table, /a2:eth1\s+\S+\s+-\s+FAILED/);
   assert.match(table, /skipped a9:eth1 \(offline\)/);
+});
+
+test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it excludes --from/--to', () => {
+  assert.deepEqual(specOf({ mesh: 'rack=a,role=lab:eth1', t: '5' }).flows, { shape: 'mesh', members: { labels: { rack: 'a', role: 'lab' }, interface: 'eth1' } });
+  assert.deepEqual(specOf({ mesh: 'rack=b:198.18.1.0/24' }).flows, { shape: 'mesh', members: { labels: { rack: 'b' }, prefix: '198.18.1.0/24' } });
+  assert.throws(() => specOf({ mesh: 'rack=a', t: '5' }), /LABELS:INTERFACE/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', from: ['A:eth1'] }), /excludes --from/);
 });
