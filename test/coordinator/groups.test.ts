@@ -172,3 +172,17 @@ test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it 
   assert.throws(() => specOf({ mesh: 'rack=a', t: '5' }), /LABELS:INTERFACE/);
   assert.throws(() => specOf({ mesh: 'rack=a:eth1', from: ['A:eth1'] }), /excludes --from/);
 });
+
+test('disjoint a × b with no member on both sides runs in max(|a|, |b|) rounds, the optimum', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), (na, nb) => {
+      const a = Array.from({ length: na }, (_, i) => agent(`a${i + 1}`, { side: 'a' }));
+      const b = Array.from({ length: nb }, (_, i) => agent(`b${i + 1}`, { side: 'b' }));
+      const { pairs } = expandGroup({ shape: 'disjoint', a: { labels: { side: 'a' }, interface: 'eth1' }, b: { labels: { side: 'b' }, interface: 'eth1' } }, [...a, ...b]);
+      const rounds = planRounds(pairs);
+      assertValidRounds(pairs, rounds);
+      assert.equal(rounds.length, Math.max(na, nb));
+    }),
+    { numRuns: 100 },
+  );
+});

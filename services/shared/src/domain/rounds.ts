@@ -5,8 +5,10 @@
  * Bounds reached (Δ = the most pairs at one interface, a lower bound for any plan):
  * - a complete mesh of N interfaces (every ordered pair): 2(N−1) rounds for even N, 2N for odd
  *   N, by the circle method. Both are optimal: a round holds at most ⌊N/2⌋ of the N(N−1) pairs.
- * - any other set of pairs (disjoint, star, a mesh with members missing): first fit, at most
- *   2Δ−1 rounds, since a pair conflicts with at most 2(Δ−1) others. A star is exactly Δ.
+ * - disjoint a × b (no member on both sides): max(|a|, |b|) = Δ rounds, optimal (first fit
+ *   in diagonal order).
+ * - any other set of pairs (a star, a mesh with members missing, overlapping sides): first
+ *   fit, at most 2Δ−1 rounds, since a pair conflicts with at most 2(Δ−1) others. A star is exactly Δ.
  */
 import type { Endpoint, FlowSpec } from './contract.js';
 
@@ -70,9 +72,30 @@ function firstFit(pairs: readonly FlowSpec[]): number[][] {
   return rounds;
 }
 
-/** The pairs' indexes by round (see the bounds above). */
+/**
+ * The pairs by diagonal, the order of a Latin square: pair (i, j) of the i-th source and the
+ * j-th destination on diagonal (i + j) mod max(sources, destinations). First fit in this order
+ * plans a × b (disjoint sources and destinations) in exactly max(|a|, |b|) rounds.
+ */
+function diagonalOrder(pairs: readonly FlowSpec[]): number[] {
+  const froms = new Map<string, number>();
+  const tos = new Map<string, number>();
+  for (const p of pairs) {
+    if (!froms.has(endpointKey(p.from))) froms.set(endpointKey(p.from), froms.size);
+    if (!tos.has(endpointKey(p.to))) tos.set(endpointKey(p.to), tos.size);
+  }
+  const width = Math.max(froms.size, tos.size);
+  const diagonal = (p: FlowSpec) => (froms.get(endpointKey(p.from))! + tos.get(endpointKey(p.to))!) % width;
+  return pairs.map((_, i) => i).sort((x, y) => diagonal(pairs[x]!) - diagonal(pairs[y]!) || x - y);
+}
+
+/** The pairs' indexes by round (see the bounds above): for other sets, the better of first fit in the given and in diagonal order. */
 export function planRounds(pairs: readonly FlowSpec[]): number[][] {
   if (pairs.length === 0) return [];
   const mesh = completeMesh(pairs);
-  return mesh ? circleRounds(mesh, pairs) : firstFit(pairs);
+  if (mesh) return circleRounds(mesh, pairs);
+  const given = firstFit(pairs);
+  const order = diagonalOrder(pairs);
+  const diagonal = firstFit(order.map((i) => pairs[i]!)).map((round) => round.map((k) => order[k]!).sort((x, y) => x - y));
+  return diagonal.length < given.length ? diagonal : given;
 }
