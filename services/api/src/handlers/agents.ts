@@ -1,5 +1,5 @@
 import { HttpProblem } from '@niclab/shared/runtime/problem';
-import { expandGroup } from '@niclab/shared/domain/groups';
+import { expandGroup, groupErrors } from '@niclab/shared/domain/groups';
 import { planRounds } from '@niclab/shared/domain/rounds';
 import type { Handler } from '../handler.js';
 
@@ -13,6 +13,8 @@ export const getAgent: Handler<'getAgent'> = async ({ params }, { agents }) => {
 
 /** What a group expands to now: pairs, rounds and skipped members, nothing run. */
 export const previewGroup: Handler<'previewGroup'> = async ({ body }, { agents }) => {
+  const errors = groupErrors(body, 'body');
+  if (errors.length > 0) throw HttpProblem.invalid(errors, 'The group cannot be expanded as specified.');
   const { pairs, skipped } = expandGroup(body, await agents.list());
   return { status: 200, body: { pairs, rounds: planRounds(pairs), skipped } };
 };

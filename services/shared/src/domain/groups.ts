@@ -3,7 +3,7 @@
  * expanded against the live inventory into pairs, each a run of its own, with the members
  * left out and why. Pure: the inventory is given.
  */
-import { BlockList, isIPv4 } from 'node:net';
+import { BlockList, isIP, isIPv4 } from 'node:net';
 import type { Agent, AgentInterface, Endpoint, FieldError, FlowGroup, FlowSpec, GroupMembers, Job, JobRequest, JobSpec, SkippedMember } from './contract.js';
 import { bindAddress, isUsable } from './interfaces.js';
 import { planRounds } from './rounds.js';
@@ -25,6 +25,19 @@ function prefixMatcher(prefix: string): (address: string) => boolean {
   const list = new BlockList();
   list.addSubnet(network, Number(length), family);
   return (address) => (isIPv4(address) ? family === 'ipv4' : family === 'ipv6') && list.check(address, family);
+}
+
+/** Prefixes the pattern lets through that are not addresses (`2:a/3`, `1.2.3.4/40`), named by field under `root`. */
+export function groupErrors(group: FlowGroup, root: string): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const side of ['members', 'a', 'b', 'center'] as const) {
+    const prefix = group[side]?.prefix;
+    if (prefix === undefined) continue;
+    const [network = '', length = ''] = prefix.split('/');
+    const family = isIP(network);
+    if (family === 0 || Number(length) > (family === 4 ? 32 : 128)) errors.push({ field: `${root}.${side}.prefix`, message: `"${prefix}" is not an address prefix (e.g. 198.18.1.0/24)` });
+  }
+  return errors;
 }
 
 /** The interfaces of an agent that the members' `interface` or `prefix` selects. */
@@ -99,8 +112,9 @@ export function expandGroup(group: FlowGroup, agents: readonly Agent[]): Expansi
 export function expandSpec(input: JobRequest, agents: readonly Agent[]): { spec: JobSpec; expansion?: NonNullable<Job['expansion']>; errors: FieldError[] } {
   if (Array.isArray(input.flows)) return { spec: { ...input, flows: input.flows }, errors: [] };
   const group = input.flows;
+  const errors = groupErrors(group, 'body.flows');
+  if (errors.length > 0) return { spec: { ...input, flows: [], group }, errors };
   const { pairs, skipped } = expandGroup(group, agents);
-  const errors: FieldError[] = [];
   if (pairs.length === 0) {
     const why = skipped.length > 0 ? `; skipped: ${skipped.map((s) => s.message).join('; ')}` : '';
     errors.push({ field: 'body.flows', message: `the group has no pair now: fewer than two members match its labels and interface${why}` });

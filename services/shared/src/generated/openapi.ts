@@ -458,7 +458,7 @@ export interface components {
                 [key: string]: string;
             };
             interface?: components["schemas"]["InterfaceName"];
-            /** @description An address prefix, e.g. `198.18.1.0/24`: the interface with an address in it. */
+            /** @description An address prefix, e.g. `198.18.1.0/24`: the interface with an address in it. The server refuses one whose address is not an IPv4 or IPv6 address, or whose length is over 32 or 128. */
             prefix?: string;
         } & unknown;
         SkippedMember: {
@@ -623,7 +623,7 @@ export interface components {
                     "tx-ring"?: number;
                 };
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
