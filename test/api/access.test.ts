@@ -144,6 +144,7 @@ describe('limits', () => {
     ['a swept stream count over the limit', { sweep: { streams: [1, 4] } }, 422, 'maxStreams', 'body.sweep.streams'],
     ['UDP bit rate over the limit', { protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 2000 } } }, 422, 'maxUdpBitsPerSecond', 'body.udp.rate'],
     ['too many runs', { repeat: 5 }, 422, 'maxRunsPerJob', 'body.repeat'],
+    ['a group whose pairs make too many runs', { flows: { shape: 'mesh', members: { labels: {}, interface: 'lo' } }, repeat: 3 }, 422, 'maxRunsPerJob', 'body.flows'],
     ['an agent without the token\'s label', { flows: [{ from: lo('r1'), to: lo('r2') }] }, 403, 'agents', 'body.flows[0].to.agent'],
   ];
   for (const [name, extra, status, rule, field] of cases) {

@@ -16,7 +16,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';
 
 /**
- * Generated requests, drawn evenly over the 21 operations of openapi.yaml (about 240 each):
+ * Generated requests, drawn evenly over the 22 operations of openapi.yaml (about 240 each):
  * enough that an operation whose valid requests are one in fifteen (getRawOutput, which needs
  * four path values right) answers 2xx in all but one run in ten million.
  */
@@ -201,6 +201,14 @@ function bodyFor(op: Operation): fc.Arbitrary<string | undefined> {
       { weight: 4, arbitrary: scheduleName.map((name) => json(validSchedule(name))) },
       { weight: 2, arbitrary: fc.tuple(scheduleName, mutatedSpec).map(([name, spec]) => json({ ...validSchedule(name), spec })) },
       { weight: 2, arbitrary: fc.tuple(fc.constantFrom('name', 'everySeconds', 'cron', 'timezone', 'spec'), nasty).map(([k, v]) => json({ ...validSchedule(SCHEDULE), [k]: v })) },
+      ...anything,
+    );
+  }
+  if (op.operationId === 'previewGroup') {
+    const members = fc.record({ labels: fc.constantFrom({}, { rack: 'a' }), interface: fc.constantFrom('lo', 'eth1') });
+    return fc.oneof(
+      { weight: 4, arbitrary: fc.tuple(fc.constantFrom('mesh', 'star'), members, members).map(([shape, m, c]) => json(shape === 'mesh' ? { shape, members: m } : { shape, members: m, center: c })) },
+      { weight: 2, arbitrary: fc.tuple(fc.constantFrom('shape', 'members', 'a', 'center', 'starDirection'), nasty).map(([k, v]) => json({ shape: 'mesh', members: { labels: {}, interface: 'lo' }, [k]: v })) },
       ...anything,
     );
   }

@@ -31,6 +31,7 @@ const INVENTORY: RegExp[] = [
   /^agent \S+: the \w+ engine .*; use engine iperf3$/,
   /^was used with a different body/,
   /^is required: \S+ reports no link speed$/,
+  /^the group has no pair now/,
 ];
 
 /**
@@ -43,6 +44,7 @@ const PROSE: { field: RegExp; message: RegExp; statedIn: [schema: string, words:
   { field: /\.interval$/, message: /^must not exceed duration/, statedIn: ['JobSpec', '`interval` at most `duration`'] },
   { field: /\.search\.min$/, message: /^must not exceed max/, statedIn: ['JobSpec', "a search's `min` at most its `max`"] },
   { field: /\.sweep$/, message: /^expands to \d+ runs; at most 10000/, statedIn: ['JobSpec', 'at\n  most 10,000 runs per job'] },
+  { field: /\.prefix$/, message: /is not an address prefix/, statedIn: ['GroupMembers', 'whose address is not an IPv4 or IPv6 address'] },
   { field: /^body\.timezone$/, message: /is not a time zone/, statedIn: ['ScheduleInput', 'time zone database does not know'] },
   { field: /^body\.cron$/, message: /Invalid range|Invalid explicit day of month/, statedIn: ['ScheduleInput', 'a range runs from low\nto high'] },
 ];
@@ -72,7 +74,7 @@ const operations: BodyOperation[] = Object.entries(doc.paths).flatMap(([path, it
 );
 
 test('the operations with a body are the ones drawn here', () => {
-  assert.deepEqual(operations.map((op) => op.id).sort(), ['createJob', 'createSchedule']);
+  assert.deepEqual(operations.map((op) => op.id).sort(), ['createJob', 'createSchedule', 'previewGroup']);
   for (const op of operations) assert.doesNotMatch(op.path, /\{/, `${op.id}: a path parameter would need values too`);
 });
 
@@ -102,7 +104,7 @@ for (const op of operations) {
       const res = await call.send(JSON.stringify(value));
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       const context = `seed ${SEED}: ${JSON.stringify(value)} -> ${res.status} ${JSON.stringify(res.body)}`;
-      assert.ok([201, 202, 409, 422].includes(res.status), context);
+      assert.ok([200, 201, 202, 409, 422].includes(res.status), context);
       if (res.status !== 422) continue;
       const errors = res.body.errors as { field: string; message: string }[];
       assert.ok(errors.length > 0, context);
@@ -116,7 +118,7 @@ for (const op of operations) {
     const summary = [...statuses].sort().map(([status, n]) => `${status}: ${n}`).join(', ')
       + `; refusals: ${[...reasons].sort((a, b) => b[1] - a[1]).map(([reason, n]) => `${n}× ${reason}`).join(', ')}`;
     assert.deepEqual(hidden, [], `refused for rules the contract does not state (seed ${SEED}; ${summary})`);
-    const accepted = (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0);
+    const accepted = (statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0);
     t.diagnostic(`seed ${SEED}; ${summary}`);
     // Measured over seeds 1-3: 99-115 jobs and 57-70 schedules of 250 accepted (the rest mostly refused for
     // the prose rules). One in six is a floor a generator drifting off the real agent falls below.

@@ -83,7 +83,8 @@ export function checkLimits(
   const points = sweepPoints(spec);
   const runs = maxRuns(spec);
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
-    throw limitError(`${root}.repeat`, 'maxRunsPerJob', `the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
+    const what = spec.group ? `its group expands to ${spec.flows.length} pairs, ` : '';
+    throw limitError(spec.group ? `${root}.flows` : `${root}.repeat`, 'maxRunsPerJob', `${what}the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
   }
   if (limits.maxDurationSeconds !== undefined && runSeconds(spec) > limits.maxDurationSeconds) {
     throw limitError(`${root}.duration`, 'maxDurationSeconds', `${runSeconds(spec)} s${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);

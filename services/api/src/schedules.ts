@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { ErrorInfo, FieldError, JobSpec } from '@niclab/shared/domain/contract';
+import type { ErrorInfo, FieldError, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
+import { asRequest, expandSpec } from '@niclab/shared/domain/groups';
 import type { components } from '@niclab/shared/generated/openapi';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -63,12 +64,14 @@ export class Schedules {
     if ((input.cron === undefined) === (input.everySeconds === undefined)) errors.push({ field: 'body.cron', message: 'give either cron or everySeconds' });
     if (input.timezone !== undefined && !input.cron) errors.push({ field: 'body.timezone', message: 'applies to cron only' });
     if (input.timezone !== undefined && !validTimeZone(input.timezone)) errors.push({ field: 'body.timezone', message: `"${input.timezone}" is not a time zone (e.g. Europe/Berlin, UTC)` });
-    const spec = withDefaults(input.spec);
     const registered = await this.services.agents.list();
+    // A group is checked as it expands now, and kept as a group: each firing expands it again.
+    const expanded = expandSpec(input.spec, registered);
+    const spec = withDefaults(expanded.spec);
     checkLimits(spec, principal, { agents: registered }, 'body.spec');
-    errors.push(...submissionErrors(spec, registered).map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
+    errors.push(...[...expanded.errors, ...submissionErrors(spec, registered)].map((e) => ({ ...e, field: e.field.replace(/^body/, 'body.spec') })));
     if (errors.length > 0) throw HttpProblem.invalid(errors, 'The schedule cannot run as specified.');
-    const definition = { ...input, spec, timezone: input.cron ? (input.timezone ?? 'UTC') : undefined };
+    const definition = { ...input, spec: asRequest(spec), timezone: input.cron ? (input.timezone ?? 'UTC') : undefined };
     if (!(await this.store.create(definition, principal.name))) throw new HttpProblem(409, 'schedule-exists', `A schedule named ${input.name} exists.`);
     try {
       await this.queue.upsertJobScheduler(input.name, this.repeatOptions(definition), { name: 'firing', data: { schedule: input.name } });
@@ -139,17 +142,17 @@ export class Schedules {
     }
     const { definition, owner } = row;
     const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
-    const spec: JobSpec = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
+    const spec: JobRequest = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
     const outcome = await submitJob(this.services, spec, { name: owner });
     // A spec that no longer runs (an agent gone) still leaves a visible, failed job.
-    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors, owner);
+    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors, owner, outcome.expansion);
     await this.store.fired(name, job.id);
   }
 
-  private async failedJob(spec: JobSpec, errors: FieldError[], owner: string) {
+  private async failedJob(spec: JobSpec, errors: FieldError[], owner: string, expansion?: Job['expansion']) {
     const { store } = this.services;
     const id = randomUUID();
-    await store.create(id, spec, 0, owner);
+    await store.createWithin(id, spec, 0, owner, undefined, new Date(), expansion);
     const error: ErrorInfo = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
     return (await store.get(id))!;

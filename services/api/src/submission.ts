@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
-import type { Agent, FieldError, Job, JobSpec } from '@niclab/shared/domain/contract';
+import type { Agent, FieldError, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
+import { expandSpec } from '@niclab/shared/domain/groups';
 import { canRun } from '@niclab/shared/domain/engine-rules';
 import { flowSpec, flowTestErrors, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
@@ -32,7 +33,7 @@ function consistency(spec: JobSpec): FieldError[] {
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
   if (spec.search) errors.push(...searchErrors(spec));
   const runs = maxRuns(spec);
-  if (runs > MAX_RUNS) errors.push({ field: 'body.sweep', message: `expands to ${runs} runs; at most ${MAX_RUNS} are allowed per job` });
+  if (runs > MAX_RUNS) errors.push({ field: spec.group ? 'body.flows' : 'body.sweep', message: `expands to ${runs} runs${spec.group ? ` (${spec.flows.length} pairs)` : ''}; at most ${MAX_RUNS} are allowed per job` });
   return errors;
 }
 
@@ -100,21 +101,24 @@ export interface SubmitDeps {
 
 export async function submitJob(
   services: SubmitDeps,
-  input: JobSpec,
+  input: JobRequest,
   owner: { principal: Principal } | { name: string },
-): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec }> {
+): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec; expansion?: Job['expansion'] }> {
   const { store, agents, jobsQueue, log } = services;
-  const spec = withDefaults(input);
   const registered = await agents.list();
+  // A group is expanded against the inventory now: members offline or unmatched are skipped.
+  const expanded = expandSpec(input, registered);
+  const spec = withDefaults(expanded.spec);
+  const { expansion } = expanded;
   const principal = 'principal' in owner ? owner.principal : null;
   if (principal) checkLimits(spec, principal, { agents: registered });
-  const errors = submissionErrors(spec, registered);
+  const errors = [...expanded.errors, ...submissionErrors(spec, registered)];
   if (errors.length === 0 && spec.search) errors.push(...withSearchDefaults(spec, registered));
-  if (errors.length > 0) return { errors, spec };
+  if (errors.length > 0) return { errors, spec, expansion };
   const id = randomUUID();
   const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
   const maxActive = principal?.limits.maxConcurrentJobs;
-  const job = await store.createWithin(id, spec, strategyFor(spec).expectedRuns(new Map()), ownerName, maxActive);
+  const job = await store.createWithin(id, spec, strategyFor(spec).expectedRuns(new Map()), ownerName, maxActive, new Date(), expansion);
   if ('active' in job) {
     throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });
   }
@@ -126,6 +130,6 @@ export async function submitJob(
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
     throw error;
   }
-  log.info({ jobId: id, owner: ownerName, engine: spec.engine, flows: spec.flows.length, runs: job.progress.runsTotal, schedule: spec.labels?.schedule }, 'job accepted');
+  log.info({ jobId: id, owner: ownerName, engine: spec.engine, flows: spec.flows.length, ...(expansion ? { rounds: expansion.rounds.length, skipped: expansion.skipped.map((s) => `${s.agent}: ${s.reason}`) } : {}), runs: job.progress.runsTotal, schedule: spec.labels?.schedule }, 'job accepted');
   return { job };
 }

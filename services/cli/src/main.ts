@@ -27,6 +27,7 @@ Usage:
   niclab agent [--id ID]       an agent for this host (default id: NICLAB_AGENT_ID or the hostname)
   niclab coordinator           a coordinator alone (turns jobs into runs)
   niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
+                [--labels "A,B,C:rack=a;D,E,F:rack=b"]
                                (root) a virtual lab: one network namespace and agent per host
   niclab lab status|down [--name nl]
   niclab token NAME [--scope read|run|admin]
@@ -94,6 +95,7 @@ async function main(argv: string[]): Promise<void> {
       rate: { type: 'string' },
       name: { type: 'string' },
       'agent-prefix': { type: 'string' },
+      labels: { type: 'string' },
       'no-coordinator': { type: 'boolean' },
       scope: { type: 'string' },
       help: { type: 'boolean', short: 'h' },

@@ -13,7 +13,7 @@ import { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import type { PlannedRun } from '@niclab/shared/domain/plan';
+import { runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { RetryPolicy } from './retry-policy.js';
 import { RunExecution, type RunDeps } from './run-execution.js';
@@ -163,11 +163,18 @@ export class Coordinator {
       // again, and the lost attempt is kept in the new one's record.
       const lostWithCoordinator = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
       log.info({ runs: strategy.expectedRuns(finished), resumedAt: finished.size, ...(lostWithCoordinator.size > 0 ? { interruptedRuns: [...lostWithCoordinator.keys()] } : {}) }, 'job started');
-      for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {
-        const run = await this.attempts(job, plan, new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), finished.size > 0, controller.signal, log);
-        if (!run || run.status === 'interrupted') break; // stopped before it started, or by a shutdown: it runs again on resume
-        finished.set(plan.index, run);
-        await this.store.setProgress(jobId, finished.size, strategy.expectedRuns(finished));
+      // The job moves to running once, when its first run holds its leases (a round's runs race for it).
+      let started: Promise<boolean> | undefined;
+      const start = () => (started ??= this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }).then((moved) => moved || job.status !== 'queued'));
+      const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
+      for (let round = nextRound(); round.length > 0; round = nextRound()) {
+        const ranBefore = finished.size > 0;
+        const runs = await Promise.all(round.map((plan) => this.attempts(job, plan, new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), ranBefore, start, controller.signal, log)));
+        // A run stopped before it started, or by a shutdown, is made again on resume.
+        const kept = runs.filter((run): run is Run => run !== null && run.status !== 'interrupted');
+        for (const run of kept) finished.set(run.index, run);
+        if (kept.length > 0) await this.store.setProgress(jobId, finished.size, strategy.expectedRuns(finished));
+        if (kept.length < runs.length) break;
       }
       if ((controller.signal.reason as ErrorInfo | undefined)?.code === SHUTDOWN.code && bullJob && token) {
         log.info({ runsDone: finished.size }, 'job interrupted by shutdown; back in the queue');
@@ -186,11 +193,11 @@ export class Coordinator {
    * interface leases (letting a job that waits for the same ones go first) and releases them.
    * Null when the job was canceled or stopped before an attempt could start.
    */
-  private async attempts(job: Job, plan: PlannedRun, retry: RetryPolicy, ranBefore: boolean, signal: AbortSignal, log: Logger): Promise<Run | null> {
+  private async attempts(job: Job, plan: PlannedRun, retry: RetryPolicy, ranBefore: boolean, start: () => Promise<boolean>, signal: AbortSignal, log: Logger): Promise<Run | null> {
     let run: Run | null = null;
     for (;;) {
       const runId = randomUUID();
-      const targets = await this.leaseTargets(job.spec);
+      const targets = await this.leaseTargets(runSpec(job.spec, plan));
       // Jobs that share interfaces take turns run by run: after a run, a job lets one that
       // waits for the same interfaces go first, so two campaigns submitted together
       // alternate (A B A B) and a drift of the machine falls on both alike.
@@ -199,7 +206,7 @@ export class Coordinator {
       try {
         // A job waiting for its first run's leases is still queued; it runs once it holds them.
         if (job.status === 'queued') {
-          if (!(await this.store.transition(job.id, ['queued'], 'running', { startedAt: new Date().toISOString() }))) return null;
+          if (!(await start())) return null;
           job.status = 'running';
         }
         run = await new RunExecution(this.runDeps, job, plan, runId, targets, retry.earlier, log).execute(signal);
@@ -211,7 +218,6 @@ export class Coordinator {
     }
   }
 
-  /** The job's end: succeeded when every run did, else failed with the first failure's error. */
   /** The job ends as its campaign judges its runs (every run must succeed, or a search must conclude). */
   private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
     const finishedAt = new Date().toISOString();

@@ -2,12 +2,12 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { CancelBus } from '@niclab/shared/stores/cancel-bus';
-import type { ErrorInfo, Job, Run } from '@niclab/shared/domain/contract';
+import type { ErrorInfo, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import { legsOf, paramsAt, type PlannedRun } from '@niclab/shared/domain/plan';
+import { legsOf, paramsAt, runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
 import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/flow-tests';
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
@@ -47,6 +47,8 @@ export class RunExecution {
   private readonly run: Run;
   private readonly channel: RunChannel;
   private readonly legs;
+  /** What this run carries out: the job's spec, or a group's one pair. */
+  private readonly spec: JobSpec;
   private readonly ready = new Map<number, ReadyReply>();
   private readonly senders = new Map<number, EndReport>();
   private readonly receivers = new Map<number, EndReport>();
@@ -71,15 +73,16 @@ export class RunExecution {
       ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
     };
     this.channel = new RunChannel(deps.redis, deps.keys, runId);
-    this.legs = legsOf(job.spec, plan.point);
+    this.spec = runSpec(job.spec, plan);
+    this.legs = legsOf(this.spec, plan.point);
     this.log = jobLog.child({ runId, run: plan.index });
   }
 
   /** Runs it to its end and stores the result. `jobSignal` aborts on cancel or coordinator shutdown. */
   async execute(jobSignal: AbortSignal): Promise<Run> {
-    const { run, job } = this;
+    const { run, spec } = this;
     const t0 = Date.parse(run.startedAt!);
-    const involved = job.spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
+    const involved = spec.flows.flatMap((f) => [f.from.agent, f.to.agent]);
     // The run's record and the check of its agents go to Redis together: one round trip before the receivers.
     const [, offline] = await Promise.all([this.deps.store.saveRun(run), offlineAgents(this.deps.registry, involved)]);
     const keeper = new LeaseKeeper(this.deps.leases, run.id, this.targets, this.log).start();
@@ -102,7 +105,7 @@ export class RunExecution {
       keeper.stop();
       this.deps.returnBlocking(blocking);
     }
-    run.flows = this.legs.map((leg, i) => flowResult(job.spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)));
+    run.flows = this.legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)));
     run.flows.forEach((flow, i) => {
       for (const [end, report] of [['sender', this.senders.get(i)], ['receiver', this.receivers.get(i)]] as const) {
         const diagnostics = flow.diagnostics[end];
@@ -119,8 +122,7 @@ export class RunExecution {
 
   /** Receivers, then senders; gathers every report. Returns what failed around the flows, if anything. */
   private async measure(blocking: Redis, signal: AbortSignal, t0: number): Promise<ErrorInfo | null> {
-    const { job, run, legs } = this;
-    const spec = job.spec;
+    const { job, run, legs, spec } = this;
     const deadline = t0 + (runSeconds(spec) + this.deps.setupSeconds) * 1000;
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
     // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).

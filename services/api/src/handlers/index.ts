@@ -1,5 +1,5 @@
 import type { Handlers } from '../handler.js';
-import { getAgent, listAgents } from './agents.js';
+import { getAgent, listAgents, previewGroup } from './agents.js';
 import { getHealth, getMetrics, getReady } from './health.js';
 import { createSchedule, deleteSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule } from './schedules.js';
 import { cancelJob, compareJobs, createJob, getJob, getJobEvents, getRawOutput, getReport, listJobs, listResults, listRuns } from './jobs.js';
@@ -7,7 +7,7 @@ import { cancelJob, compareJobs, createJob, getJob, getJobEvents, getRawOutput, 
 /** One handler per operationId of openapi.yaml, each typed by its operation; a test keeps the two in step. */
 export const handlers: Handlers = {
   createJob, listJobs, getJob, cancelJob, listRuns, getRawOutput, getReport, compareJobs, listResults, getJobEvents,
-  listAgents, getAgent,
+  listAgents, getAgent, previewGroup,
   createSchedule, listSchedules, getSchedule, deleteSchedule, pauseSchedule, resumeSchedule,
   getHealth, getReady, getMetrics,
 };

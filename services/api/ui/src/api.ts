@@ -5,6 +5,9 @@ export type Schemas = components['schemas'];
 export type Job = Schemas['Job'];
 export type JobStatus = Schemas['JobStatus'];
 
+/** A stored job's flows: a group (mesh, disjoint, star) is expanded into pairs at submission, so a job always answers a list. */
+export const flowsOf = (job: Job): Schemas['Flow'][] => (Array.isArray(job.spec.flows) ? job.spec.flows : []);
+
 const TOKEN_KEY = 'niclab.token';
 
 /** The bearer token lives in sessionStorage: gone when the tab closes, never in a cookie. */

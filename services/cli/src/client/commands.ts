@@ -4,7 +4,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import type { Agent, Job, JobSpec } from '@niclab/shared/domain/contract';
+import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
 import { pointLabel } from '@niclab/shared/domain/report';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
@@ -17,6 +17,7 @@ export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agent
 const RUN_OPTIONS = {
   from: { type: 'string', multiple: true },
   to: { type: 'string', multiple: true },
+  mesh: { type: 'string' },
   engine: { type: 'string' },
   t: { type: 'string', short: 't' },
   l: { type: 'string', short: 'l' },
@@ -74,6 +75,9 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       --with-rr: latency under load, an rr flow (builtin, 1 connection, TCP_NODELAY) beside
       each path, alone for --idle seconds (default 3; 0: none) before the load starts; the
       table shows idle and loaded round trips side by side.
+      --mesh rack=a:eth1 instead of --from/--to: every ordered pair of the agents with those
+      labels, on eth1 (or rack=a:198.18.1.0/24, the interface in that prefix), each pair a run,
+      in rounds sharing no interface; --wait prints the matrix.
       Without --wait it prints the job id; with it, live progress, then the nttcp table
       (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
   niclab search --from A:eth1 --to B:eth1 [--size 1500] [--pdr 0.1%] [--min 1kpps] [--max 100mbit]
@@ -200,7 +204,7 @@ function need(value: string | undefined, what: string): string {
   return value;
 }
 
-async function run(api: Api, spec: Partial<JobSpec>, o: { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
+async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
   const submitted = await api.json<Job>('POST', '/v1/jobs', spec);
   if (!o.wait) {
     if (o.json) ctx.out(JSON.stringify(submitted, null, 2));

@@ -3,7 +3,7 @@
  * like A:eth1, sweeps like w=8k,16k. Everything is checked here for a readable message, and
  * again by the API against openapi.yaml.
  */
-import type { JobSpec } from '@niclab/shared/domain/contract';
+import type { GroupMembers, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
 import type { components } from '@niclab/shared/generated/openapi';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
 
@@ -45,6 +45,23 @@ export function flowsOf(from: string[], to: string[]): JobSpec['flows'] {
   if (t.length === 1) return f.map((src) => ({ from: src, to: t[0]! }));
   if (f.length === t.length) return f.map((src, i) => ({ from: src, to: t[i]! }));
   throw new ArgumentError(`${f.length} --from and ${t.length} --to: give one of either, or as many of each (pairs)`);
+}
+
+/** `--mesh rack=a,role=lab:eth1` or `--mesh rack=a:198.18.1.0/24`: the members by labels, and an interface by name or by an address prefix. */
+export function parseMembers(text: string, what: string): GroupMembers {
+  const at = text.indexOf(':');
+  const labelsText = at < 0 ? '' : text.slice(0, at);
+  const selector = text.slice(at + 1);
+  if (at < 0 || !selector) throw new ArgumentError(`${what}: "${text}" is not LABELS:INTERFACE (e.g. rack=a:eth1 or rack=a:198.18.1.0/24)`);
+  const labels: Record<string, string> = {};
+  for (const pair of labelsText.split(',').filter(Boolean)) {
+    const m = /^([A-Za-z0-9._-]+)=([A-Za-z0-9._-]*)$/.exec(pair);
+    if (!m) throw new ArgumentError(`${what}: "${pair}" is not KEY=VALUE`);
+    labels[m[1]!] = m[2]!;
+  }
+  if (selector.includes('/')) return { labels, prefix: selector };
+  if (!INTERFACE_NAME.test(selector)) throw new ArgumentError(`${what}: "${selector}" is not an interface name or an address prefix`);
+  return { labels, interface: selector };
 }
 
 const SWEEP_NAMES: Record<string, { field: keyof NonNullable<JobSpec['sweep']>; parse: (v: string) => unknown }> = {
@@ -119,6 +136,8 @@ export interface RunOptions {
   confirm?: string;
   /** Both directions of each flow, one after the other (sweep.direction). */
   'both-directions'?: boolean;
+  /** A mesh group instead of --from/--to: LABELS:INTERFACE. */
+  mesh?: string;
 }
 
 function seconds(text: string, what: string): number {
@@ -127,10 +146,12 @@ function seconds(text: string, what: string): number {
   return value;
 }
 
-export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flows'] } {
+export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest['flows'] } {
   if (o.reverse && o.bidir) throw new ArgumentError('--reverse and --bidir exclude each other');
   if (o.udp && o.rr) throw new ArgumentError('--udp and --rr exclude each other');
-  const spec: Partial<JobSpec> & { flows: JobSpec['flows'] } = { flows: flowsOf(o.from ?? [], o.to ?? []) };
+  if (o.mesh && (o.from?.length || o.to?.length)) throw new ArgumentError('--mesh excludes --from and --to');
+  const flows: JobRequest['flows'] = o.mesh ? { shape: 'mesh', members: parseMembers(o.mesh, '--mesh') } : flowsOf(o.from ?? [], o.to ?? []);
+  const spec: Partial<JobRequest> & { flows: JobRequest['flows'] } = { flows };
   if (o.engine) spec.engine = o.engine as JobSpec['engine'];
   if (o.t) spec.duration = seconds(o.t, '-t');
   if (o.l) spec.bufferLength = parseSize(o.l, '-l');
@@ -170,11 +191,13 @@ export function specOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flow
 }
 
 /** `--with-rr`: one rr flow per distinct path of the load, started with it (after the idle baseline). */
-function withRr(spec: Partial<JobSpec> & { flows: JobSpec['flows'] }, o: RunOptions): void {
+function withRr(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions): void {
   if (o.rr || o.udp) throw new ArgumentError('--with-rr adds an rr flow beside a TCP stream: not with --rr or --udp');
-  const paths = new Map(spec.flows.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
+  const flows = spec.flows;
+  if (!Array.isArray(flows)) throw new ArgumentError('--with-rr adds an rr flow beside each --from/--to path: not with --mesh');
+  const paths = new Map(flows.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
   const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
-  for (const { from, to } of paths.values()) spec.flows.push({ from, to, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } });
+  for (const { from, to } of paths.values()) flows.push({ from, to, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } });
   const idle = o.idle === undefined ? 3 : Number(o.idle.replace(/s$/, ''));
   if (!Number.isFinite(idle) || idle < 0) throw new ArgumentError(`--idle: "${o.idle}" is not a number of seconds`);
   if (idle > 0) spec.idleBaseline = idle;
@@ -188,7 +211,7 @@ function lossRatio(text: string): number {
 }
 
 /** `niclab search`: a UDP stream job whose campaign is a rate search (RFC 2544), NDR unless --pdr. */
-export function searchSpecOf(o: RunOptions): Partial<JobSpec> & { flows: JobSpec['flows'] } {
+export function searchSpecOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest['flows'] } {
   if (o.rr || o.rate || o.repeat) throw new ArgumentError('--rr, --rate and --repeat do not apply to a search');
   const min = o.min ? parseRate(o.min) : undefined;
   const max = o.max ? parseRate(o.max) : undefined;

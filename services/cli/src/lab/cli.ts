@@ -12,6 +12,7 @@ interface LabFlags {
   rate?: string;
   name?: string;
   'agent-prefix'?: string;
+  labels?: string;
 }
 
 /** `niclab lab up|down|status`: prints what it did; returns the exit code. */
@@ -25,7 +26,7 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
       if (!redisUrl) throw new LabError('no Redis to join: start niclab first (npm start), or set REDIS_URL=unix:///path/to/redis.sock');
       const state = await labUp({
         name, hosts: Number(flags.hosts ?? 4), rate: flags.rate ?? '100mbit', redisUrl, prefix: config.prefix,
-        dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], heartbeatSeconds: config.heartbeatSeconds,
+        dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], labels: flags.labels, heartbeatSeconds: config.heartbeatSeconds,
       });
       // Ready means usable: every lab agent has registered, so a job naming it is accepted.
       const redis = createRedis(redisUrl, { name: 'niclab-lab' });
@@ -42,7 +43,8 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
         redis.disconnect();
       }
       console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace}), agents online`);
-      console.log(alignTable([['host', 'agent', 'interface', 'address', 'rate', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespace])]));
+      const labelText = (h: { labels?: Record<string, string> }) => Object.entries(h.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',') || '-';
+      console.log(alignTable([['host', 'agent', 'interface', 'address', 'rate', 'labels', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', labelText(h), h.namespace])]));
       return 0;
     }
     if (sub === 'down') {

@@ -20,6 +20,8 @@ export interface LabHost {
   interface: string;
   address: string;
   rate: string | null;
+  /** The agent's NICLAB_AGENT_LABELS, as groups of flows select agents by. */
+  labels?: Record<string, string>;
   agentPid: number | null;
   log: string;
 }
@@ -44,6 +46,8 @@ export interface LabOptions {
   heartbeatSeconds?: number;
   /** Prepended to host names to form agent ids, so two labs can share one niclab. */
   agentPrefix?: string;
+  /** Per-host agent labels: "A,B,C:rack=a;D,E,F:rack=b,role=lab" (hosts not named have none). */
+  labels?: string;
   logLevel?: string;
 }
 
@@ -69,6 +73,27 @@ export function parseRates(spec: string, hosts: string[]): Map<string, string | 
     rates.set(host, check(rate));
   }
   return rates;
+}
+
+const LABEL = /^[A-Za-z0-9._-]{1,63}=[A-Za-z0-9._-]{0,63}$/;
+
+/** `--labels "A,B,C:rack=a;D,E:rack=b,role=lab"`: each host's agent labels. */
+export function parseLabels(spec: string, hosts: string[]): Map<string, Record<string, string>> {
+  const labels = new Map<string, Record<string, string>>(hosts.map((h) => [h, {}]));
+  for (const part of spec.split(';').filter((p) => p.trim())) {
+    const [names, pairs, extra] = part.trim().split(':');
+    if (!names || !pairs || extra !== undefined) throw new LabError(`--labels: "${part}" is not HOSTS:KEY=VALUE[,KEY=VALUE] (e.g. A,B,C:rack=a)`);
+    for (const host of names.split(',')) {
+      const mine = labels.get(host);
+      if (!mine) throw new LabError(`--labels: "${host}" is not one of the hosts ${hosts.join(', ')}`);
+      for (const pair of pairs.split(',')) {
+        if (!LABEL.test(pair)) throw new LabError(`--labels: "${pair}" is not KEY=VALUE (letters, digits, ".", "_", "-")`);
+        const at = pair.indexOf('=');
+        mine[pair.slice(0, at)] = pair.slice(at + 1);
+      }
+    }
+  }
+  return labels;
 }
 
 /** tbf needs a bucket of at least one full-size packet and about 4 ms of traffic. */
@@ -113,6 +138,7 @@ export async function labUp(options: LabOptions): Promise<LabState> {
   }
   const names = hostNames(options.hosts);
   const rates = parseRates(options.rate, names);
+  const labels = parseLabels(options.labels ?? '', names);
   const dir = join(options.dataDir, 'labs', options.name);
   mkdirSync(dir, { recursive: true });
   const state: LabState = { name: options.name, createdAt: new Date().toISOString(), switchNamespace, redisUrl: options.redisUrl, prefix: options.prefix, hosts: [] };
@@ -142,7 +168,8 @@ export async function labUp(options: LabOptions): Promise<LabState> {
       await shape(namespace, 'eth1', rate);
       await shape(switchNamespace, port, rate);
     }
-    state.hosts.push({ name: host, agentId: `${options.agentPrefix ?? ''}${host}`, namespace, interface: 'eth1', address, rate, agentPid: null, log: join(dir, `${host}.log`) });
+    const hostLabels = labels.get(host) ?? {};
+    state.hosts.push({ name: host, agentId: `${options.agentPrefix ?? ''}${host}`, namespace, interface: 'eth1', address, rate, ...(Object.keys(hostLabels).length ? { labels: hostLabels } : {}), agentPid: null, log: join(dir, `${host}.log`) });
     save();
   }
   for (const host of state.hosts) {
@@ -164,6 +191,7 @@ export function startAgent(host: LabHost, options: LabOptions): number {
       NICLAB_PREFIX: options.prefix,
       NICLAB_HEARTBEAT_SECONDS: String(options.heartbeatSeconds ?? 2),
       NICLAB_LOG_LEVEL: options.logLevel ?? 'info',
+      ...(host.labels ? { NICLAB_AGENT_LABELS: Object.entries(host.labels).map(([k, v]) => `${k}=${v}`).join(',') } : {}),
       // The agent's own files (its tuning record) live with the lab's.
       NICLAB_DATA_DIR: dirname(host.log),
     },

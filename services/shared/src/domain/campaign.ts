@@ -9,6 +9,7 @@ import { kindOf, type Headline } from './test-kinds/index.js';
 import { maxSearchRuns, RateSearch } from './rate-search.js';
 import { perFinishedRuns } from './finished-runs.js';
 import { measuresHeadline } from './flow-tests.js';
+import { planRounds } from './rounds.js';
 
 /** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
 export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
@@ -79,6 +80,8 @@ export function expectedRuns(spec: JobSpec, states: Map<string, PointState>): nu
 export interface CampaignStrategy {
   /** The next run to make, given every run finished so far (by plan index), or null when the campaign is complete. */
   next(finished: ReadonlyMap<number, Run>): PlannedRun | null;
+  /** Runs to make at once (they share no interface), when the campaign makes some in parallel; else `next` alone is asked. */
+  nextRound?(finished: ReadonlyMap<number, Run>): PlannedRun[];
   /** Runs the campaign will make in all, as far as it can tell now (its progress total). */
   expectedRuns(finished: ReadonlyMap<number, Run>): number;
   /** Once complete: why the job failed, or null when it succeeded. */
@@ -131,12 +134,54 @@ export class SweepRepeat implements CampaignStrategy {
   private readonly states = perFinishedRuns((finished) => pointStates(this.spec, [...finished.values()].filter((r) => r.status !== 'canceled')));
 }
 
-/** The strategy a job's spec asks for: a rate search, or every point repeated. */
+/**
+ * A group's pairs, each a run of its own: for each sweep point and repetition, the rounds of
+ * planRounds in sequence, the runs of a round in parallel (no interface is in two of them).
+ */
+export class PairRounds implements CampaignStrategy {
+  private readonly batches: PlannedRun[][] = [];
+  private readonly total: number;
+
+  constructor(spec: JobSpec) {
+    const rounds = planRounds(spec.flows);
+    let index = 0;
+    for (const point of sweepPoints(spec)) {
+      for (let repetition = 1; repetition <= repetitions(spec).max; repetition++) {
+        for (const round of rounds) this.batches.push(round.map((pair) => ({ index: index++, point, repetition, pair })));
+      }
+    }
+    this.total = index;
+  }
+
+  nextRound(finished: ReadonlyMap<number, Run>): PlannedRun[] {
+    for (const batch of this.batches) {
+      const open = batch.filter((plan) => !finished.has(plan.index));
+      if (open.length > 0) return open;
+    }
+    return [];
+  }
+
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
+    return this.nextRound(finished)[0] ?? null;
+  }
+
+  expectedRuns(): number {
+    return this.total;
+  }
+
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
+    return everyRunOutcome(finished.values());
+  }
+}
+
+/** The strategy a job's spec asks for: a group's pairs in rounds, a rate search, or every point repeated. */
 export function strategyFor(spec: JobSpec): CampaignStrategy {
+  if (spec.group) return new PairRounds(spec);
   return spec.search ? new RateSearch(spec) : new SweepRepeat(spec);
 }
 
-/** The most runs a job can make (what limits and the 10,000-run cap are checked against). */
+/** The most runs a job can make (what limits and the 10,000-run cap are checked against): a group's are per pair. */
 export function maxRuns(spec: JobSpec): number {
-  return spec.search ? maxSearchRuns(spec) : sweepPoints(spec).length * repetitions(spec).max;
+  const perPoint = spec.search ? maxSearchRuns(spec) : sweepPoints(spec).length * repetitions(spec).max;
+  return spec.group ? perPoint * spec.flows.length : perPoint;
 }

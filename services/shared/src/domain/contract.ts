@@ -2,8 +2,15 @@
 import type { components } from '../generated/openapi.js';
 
 type S = components['schemas'];
-export type JobSpec = S['JobSpec'];
-export type Job = S['Job'];
+/** A job spec as submitted: its `flows` a list or a group (FlowGroup). */
+export type JobRequest = S['JobSpec'];
+/** A job spec as stored and run: a group's `flows` already expanded into pairs (`group` records it). */
+export type JobSpec = Omit<JobRequest, 'flows'> & { flows: FlowSpec[] };
+export type Job = Omit<S['Job'], 'spec'> & { spec: JobSpec };
+export type FlowGroup = S['FlowGroup'];
+export type GroupMembers = S['GroupMembers'];
+export type SkippedMember = S['SkippedMember'];
+export type GroupExpansion = S['GroupExpansion'];
 export type JobStatus = S['JobStatus'];
 export type JobPage = S['JobPage'];
 export type Run = S['Run'];

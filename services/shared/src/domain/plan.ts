@@ -7,6 +7,13 @@ export interface PlannedRun {
   index: number;
   point: SweepPoint;
   repetition: number;
+  /** A group's run carries one pair: its index in `spec.flows`. */
+  pair?: number;
+}
+
+/** The spec one run carries out: a group's run carries its pair alone. */
+export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair'>): JobSpec {
+  return plan.pair === undefined ? spec : { ...spec, flows: [spec.flows[plan.pair]!] };
 }
 
 export const DIMENSIONS = ['direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;

@@ -12,6 +12,7 @@ import { summarize } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { basePoint, searchResults } from './rate-search.js';
+import { buildMatrix, matrixTable } from './matrix-report.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -56,7 +57,9 @@ export function buildReport(job: Job, runs: Run[]): Report {
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
   const grouped = byPoint(finished);
-  const points: ReportPoint[] = (spec.search ? trialPoints(spec, finished) : sweepPoints(spec)).map((point) => {
+  // A group's pairs are runs of one point: its report is the matrix, not a point's statistics over pairs.
+  const reported = spec.group ? [] : spec.search ? trialPoints(spec, finished) : sweepPoints(spec);
+  const points: ReportPoint[] = reported.map((point) => {
     const key = pointKey(point);
     const mine = grouped.get(key) ?? [];
     const ok = mine.filter((r) => r.status === 'succeeded' && r.flows.length > 0);
@@ -88,6 +91,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
     dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined || (d === 'rate' && spec.search)),
     points,
     ...(spec.search ? { searches: searchResults(spec, finished) } : {}),
+    ...(spec.group ? { matrix: buildMatrix(job, finished, confidence) } : {}),
     failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
   };
 }
@@ -194,6 +198,8 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
     }
   }
   if (report.searches) out.push('', ...searchTable(spec, report.searches));
+  for (const matrix of report.matrix ?? []) out.push('', `${spec.group!.shape} matrix${Object.keys(matrix.point).length ? ` at ${pointLabel(matrix.point)}` : ''}: ${spec.flows.length} pairs in ${job.expansion?.rounds.length ?? '?'} rounds, rows from, columns to`, matrixTable(job, matrix));
+  for (const skipped of job.expansion?.skipped ?? []) out.push(`skipped ${skipped.agent}${skipped.interface ? `:${skipped.interface}` : ''} (${skipped.reason}): ${skipped.message}`);
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';
 }

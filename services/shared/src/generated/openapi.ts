@@ -298,6 +298,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/groups/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a group of flows expands to now, without running anything
+         * @description Expands a group (`mesh`, `disjoint`, `star`) against the live inventory, as a job's or a
+         *     schedule's firing would: the pairs (each a run of its own), the rounds they run in (no
+         *     interface shared within a round) and the members skipped, with the reason.
+         */
+        post: operations["previewGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -437,6 +459,54 @@ export interface components {
                 responseSize: number;
             };
         } & (unknown & unknown);
+        /**
+         * @description Flows chosen by agent labels, as perfSONAR's pSConfig groups: `mesh` is every ordered
+         *     pair of `members`; `disjoint` every member of `a` to every member of `b`; `star` every
+         *     member of `members` to and/or from every member of `center` (`starDirection`). Pairs
+         *     within one agent are left out.
+         */
+        FlowGroup: {
+            /** @enum {string} */
+            shape: "mesh" | "disjoint" | "star";
+            members?: components["schemas"]["GroupMembers"];
+            a?: components["schemas"]["GroupMembers"];
+            b?: components["schemas"]["GroupMembers"];
+            center?: components["schemas"]["GroupMembers"];
+            /**
+             * @description Star only: flows `to` the center, `from` it, or `both` (default).
+             * @enum {string}
+             */
+            starDirection?: "to" | "from" | "both";
+        } & (unknown & unknown & unknown & unknown);
+        /**
+         * @description The agents whose labels include every one given (`{}` is every agent), each with one
+         *     interface: the one named by `interface`, or the one with an address in `prefix`.
+         */
+        GroupMembers: {
+            labels: {
+                [key: string]: string;
+            };
+            interface?: components["schemas"]["InterfaceName"];
+            /** @description An address prefix, e.g. `198.18.1.0/24`: the interface with an address in it. The server refuses one whose address is not an IPv4 or IPv6 address, or whose length is over 32 or 128. */
+            prefix?: string;
+        } & unknown;
+        SkippedMember: {
+            agent: components["schemas"]["AgentId"];
+            /** @description The interface chosen, or null when none matched. */
+            interface: string | null;
+            /** @enum {string} */
+            reason: "offline" | "no_interface" | "ambiguous_interface" | "interface_down" | "no_address";
+            message: string;
+        };
+        /** @description What a group expanded to against the live inventory. */
+        GroupExpansion: {
+            /** @description Every pair, each a run of its own (per sweep point and repetition). */
+            pairs: components["schemas"]["Flow"][];
+            /** @description The pairs' indexes by round. Runs of a round go in parallel (no interface is in two of them); rounds go in sequence. */
+            rounds: number[][];
+            /** @description Members left out, with the reason. */
+            skipped: components["schemas"]["SkippedMember"][];
+        };
         /** @enum {string} */
         Engine: "builtin" | "iperf3";
         UdpRate: {
@@ -471,8 +541,19 @@ export interface components {
              * @enum {string}
              */
             protocol: "tcp" | "udp";
-            /** @description All flows of a run start together. */
-            flows: components["schemas"]["Flow"][];
+            /**
+             * @description A list: all flows of a run start together. Or a group (`mesh`, `disjoint`, `star`) over
+             *     agents chosen by label: the server expands it against the live inventory when the job
+             *     is submitted (a schedule: at each firing), stores the pairs here as a list and the
+             *     group in `group`, and makes each pair a run of its own, in rounds that share no
+             *     interface (`Job.expansion`).
+             */
+            flows: components["schemas"]["Flow"][] | components["schemas"]["FlowGroup"];
+            /**
+             * @description Set by the server when `flows` was a group: the group the stored `flows` were expanded
+             *     from. Each flow is then a run of its own (times the sweep points and repetitions).
+             */
+            readonly group?: components["schemas"]["FlowGroup"];
             /**
              * @description Seconds per run.
              * @default 10
@@ -579,7 +660,7 @@ export interface components {
                     "tx-ring"?: number;
                 };
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
@@ -744,6 +825,19 @@ export interface components {
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
                 };
             }[];
+            /**
+             * @description A group's report (present only for jobs whose `flows` was a group; their `points` are
+             *     empty): per sweep point, source rows × destination columns, each cell the pair's
+             *     headline figure over its repetitions with a verdict, or null where the group has no
+             *     such pair.
+             */
+            matrix?: {
+                point: components["schemas"]["SweepPoint"];
+                sources: components["schemas"]["Endpoint"][];
+                destinations: components["schemas"]["Endpoint"][];
+                /** @description One row per source, one cell per destination. */
+                cells: (null | components["schemas"]["MatrixCell"])[][];
+            }[];
             /** @description A rate-search job's result per sweep point (present only for jobs with `search`; their `points` are the offered rates tried). */
             searches?: components["schemas"]["SearchResult"][];
             failedRuns: {
@@ -752,6 +846,18 @@ export interface components {
                 repetition: number;
                 error: components["schemas"]["Error"];
             }[];
+        };
+        /** @description One pair of a group: its headline figure (`Report.headline`) over its succeeded runs, and the verdict: `measured`, `unverified` (a run's counters did not show the test's bytes on the named interfaces, `pathVerified` false), `failed` (no run succeeded) or `pending`. */
+        MatrixCell: {
+            value: components["schemas"]["NullableRepeatSummary"];
+            /** @enum {string} */
+            verdict: "measured" | "unverified" | "failed" | "pending";
+            runs: {
+                succeeded: number;
+                failed: number;
+            };
+            /** @description The last failed run's error. */
+            error: null | components["schemas"]["Error"];
         };
         Comparison: {
             baseline: components["schemas"]["Id"];
@@ -927,6 +1033,12 @@ export interface components {
              */
             waitingFor: string[] | null;
             spec: components["schemas"]["JobSpec"];
+            /** @description Present when the spec's `flows` was a group: the rounds its pairs (`spec.flows`) run in, and the members skipped at submission. */
+            expansion?: {
+                /** @description Indexes into `spec.flows` by round; runs of a round go in parallel, rounds in sequence. */
+                rounds: number[][];
+                skipped: components["schemas"]["SkippedMember"][];
+            };
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1895,6 +2007,37 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+        };
+    };
+    previewGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowGroup"];
+            };
+        };
+        responses: {
+            /** @description The expansion. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupExpansion"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };

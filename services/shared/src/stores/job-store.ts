@@ -91,19 +91,19 @@ export class JobStore {
    * checked and created in one step (racing submissions never both take the last place);
    * otherwise returns how many it has. Without `maxActive`, always creates.
    */
-  async createWithin(id: string, spec: JobSpec, runsTotal: number, owner: string, maxActive: number | undefined, now = new Date()): Promise<Job | { active: number }> {
+  async createWithin(id: string, spec: JobSpec, runsTotal: number, owner: string, maxActive: number | undefined, now = new Date(), expansion?: Job['expansion']): Promise<Job | { active: number }> {
     const createdAt = now.toISOString();
     const member = `${String(now.getTime()).padStart(15, '0')}:${id}`;
     const fields = {
       id, status: 'queued', spec: JSON.stringify(spec), owner, createdAt, startedAt: '', finishedAt: '',
-      runsDone: 0, runsTotal, error: '', waitingFor: '', member,
+      runsDone: 0, runsTotal, error: '', waitingFor: '', member, ...(expansion ? { expansion: JSON.stringify(expansion) } : {}),
     };
     const active = await this.createScript(
       [this.keys.job(id), this.keys.jobIndex(), this.keys.jobIndex('queued'), this.keys.ownerActive(owner)],
       member, this.keys.job(''), maxActive ?? '', id, ...Object.entries(fields).flat(),
     );
     if (active >= 0) return { active };
-    return { id, status: 'queued', spec, owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
+    return { id, status: 'queued', spec, ...(expansion ? { expansion } : {}), owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
   }
 
   async status(id: string): Promise<JobStatus | null> {
@@ -235,6 +235,7 @@ function toJob(row: Record<string, string> | null | undefined): Job | null {
     id: row.id,
     status: row.status as JobStatus,
     spec: JSON.parse(row.spec ?? '{}') as JobSpec,
+    ...(row.expansion ? { expansion: JSON.parse(row.expansion) as NonNullable<Job['expansion']> } : {}),
     owner: row.owner || 'anonymous',
     createdAt: row.createdAt ?? '',
     startedAt: row.startedAt || null,

@@ -1,4 +1,4 @@
-import { getJson, type Schemas } from '../api.js';
+import { flowsOf, getJson, type Schemas } from '../api.js';
 import { h, jobLink, shortId, table, when } from '../dom.js';
 import type { PageContext } from '../page.js';
 
@@ -13,7 +13,7 @@ function speed(bps: number | null): string {
 async function runningJobs(signal: AbortSignal): Promise<Map<string, string>> {
   const running = (await getJson<Schemas['JobPage']>('/v1/jobs?status=running&limit=200', signal)).items;
   const byInterface = new Map<string, string>();
-  for (const job of running) for (const flow of job.spec.flows) for (const end of [flow.from, flow.to]) byInterface.set(`${end.agent}:${end.interface}`, job.id);
+  for (const job of running) for (const flow of flowsOf(job)) for (const end of [flow.from, flow.to]) byInterface.set(`${end.agent}:${end.interface}`, job.id);
   return byInterface;
 }
 

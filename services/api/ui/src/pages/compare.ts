@@ -1,4 +1,4 @@
-import { getJson, getText, type Job, type Schemas } from '../api.js';
+import { flowsOf, getJson, getText, type Job, type Schemas } from '../api.js';
 import { h, inlineSvg, jobLink, mbps, shortId, table, when } from '../dom.js';
 import type { PageContext } from '../page.js';
 
@@ -10,7 +10,7 @@ const percent = (x: number | null): string => (x === null ? '–' : `${x >= 0 ? 
 function picker(name: string, jobs: Job[], selected: string | null): HTMLSelectElement {
   const select = h('select', { name, id: `pick-${name}` }, h('option', { value: '' }, `— ${name} —`));
   for (const job of jobs) {
-    const first = job.spec.flows[0];
+    const first = flowsOf(job)[0];
     const label = `${shortId(job.id)} · ${job.spec.engine} ${job.spec.protocol} · ${first ? `${first.from.agent}:${first.from.interface}→${first.to.agent}:${first.to.interface}` : ''} · ${when(job.finishedAt)}`;
     select.append(h('option', { value: job.id, ...(job.id === selected ? { selected: '' } : {}) }, label));
   }

@@ -1,4 +1,4 @@
-import { download, FINAL, getJson, getText, jobEvents, type Job, type Schemas } from '../api.js';
+import { download, FINAL, flowsOf, getJson, getText, jobEvents, type Job, type Schemas } from '../api.js';
 import { h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
 import { LiveChart } from '../live-chart.js';
 import type { PageContext } from '../page.js';
@@ -11,7 +11,8 @@ const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}â
 
 function specText(job: Job): string {
   const s = job.spec;
-  return `${s.engine} ${s.protocol} ${s.test}, ${s.flows.length} flow${s.flows.length > 1 ? 's' : ''}, ${s.duration} s per run`;
+  const n = flowsOf(job).length;
+  return `${s.engine} ${s.protocol} ${s.test}, ${n} flow${n > 1 ? 's' : ''}${s.group ? ` (a ${s.group.shape} group)` : ''}, ${s.duration} s per run`;
 }
 
 function downloadButton(label: string, path: string, filename: string, accept: string, fail: (e: unknown) => void): HTMLButtonElement {

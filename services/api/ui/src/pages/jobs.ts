@@ -1,4 +1,4 @@
-import { FINAL, getJson, jobEvents, type Job, type Schemas } from '../api.js';
+import { FINAL, flowsOf, getJson, jobEvents, type Job, type Schemas } from '../api.js';
 import { h, jobLink, statusBadge, when } from '../dom.js';
 import type { PageContext } from '../page.js';
 
@@ -8,7 +8,7 @@ const MAX_FOLLOWED = 4;
 const progressText = (p: { runsDone: number; runsTotal: number }) => `${p.runsDone}/${p.runsTotal}`;
 
 function flowsText(job: Job): string {
-  const flows = job.spec.flows;
+  const flows = flowsOf(job);
   const first = flows[0];
   const path = first ? `${first.from.agent}:${first.from.interface} → ${first.to.agent}:${first.to.interface}` : '';
   return flows.length > 1 ? `${path} (+${flows.length - 1})` : path;

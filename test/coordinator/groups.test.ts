@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import type { Agent, FlowSpec, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
+import { expandGroup, expandSpec } from '@niclab/shared/domain/groups';
+import { maxDegree, planRounds } from '@niclab/shared/domain/rounds';
+import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
+import { buildReport, reportTable } from '@niclab/shared/domain/report';
+import { runSpec } from '@niclab/shared/domain/plan';
+import { specOf } from '@niclab/cli/client/spec';
+
+/**
+ * Groups of flows (mesh, disjoint, star): their expansion against an inventory, the rounds
+ * they run in, and the campaign that runs them. The lab's test (test/lab/groups.test.ts)
+ * runs them on real interfaces.
+ */
+
+function agent(id: string, labels: Record<string, string>, options: { online?: boolean; interfaces?: Agent['interfaces'] } = {}): Agent {
+  const n = Number(id.replace(/\D/g, '')) || 1;
+  return {
+    id, hostname: id, labels, online: options.online ?? true, lastSeen: '2026-01-01T00:00:00.000Z', startedAt: '2026-01-01T00:00:00.000Z',
+    version: 'test', kernel: 'test', heartbeatSeconds: 5, engines: {},
+    interfaces: options.interfaces ?? [
+      { name: 'eth1', mac: null, mtu: 1500, speedBitsPerSecond: null, operstate: 'up', driver: 'veth', addresses: [{ family: 'IPv4', address: `198.18.1.${n}`, prefixLength: 24 }] },
+      { name: 'eth2', mac: null, mtu: 1500, speedBitsPerSecond: null, operstate: 'up', driver: 'veth', addresses: [{ family: 'IPv4', address: `198.19.2.${n}`, prefixLength: 24 }] },
+    ],
+  };
+}
+
+const key = (p: FlowSpec) => `${p.from.agent}:${p.from.interface}>${p.to.agent}:${p.to.interface}`;
+
+/** Every pair in exactly one round, and no interface twice in a round. */
+function assertValidRounds(pairs: FlowSpec[], rounds: number[][]): void {
+  assert.deepEqual(rounds.flat().sort((a, b) => a - b), pairs.map((_, i) => i), 'every pair once');
+  for (const round of rounds) {
+    const ends = round.flatMap((i) => [pairs[i]!.from, pairs[i]!.to].map((e) => `${e.agent}:${e.interface}`));
+    assert.equal(new Set(ends).size, ends.length, `an interface twice in round ${JSON.stringify(round.map((i) => key(pairs[i]!)))}`);
+  }
+}
+
+const meshOf = (n: number): FlowSpec[] => {
+  const ends = Array.from({ length: n }, (_, i) => ({ agent: `h${i}`, interface: 'eth1' }));
+  return ends.flatMap((from) => ends.filter((to) => to !== from).map((to) => ({ from, to })));
+};
+
+test('a mesh of N one-interface hosts runs in 2(N-1) rounds for even N and 2N for odd N, each pair once, no interface twice in a round', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 2, max: 40 }), fc.integer({ min: 0, max: 1000 }), (n, seed) => {
+      // The pairs in any order: the plan must not depend on it.
+      const pairs = fc.sample(fc.shuffledSubarray(meshOf(n), { minLength: n * (n - 1) }), { numRuns: 1, seed })[0]!;
+      const rounds = planRounds(pairs);
+      assertValidRounds(pairs, rounds);
+      assert.equal(rounds.length, n % 2 === 0 ? 2 * (n - 1) : 2 * n);
+    }),
+    { numRuns: 60 },
+  );
+});
+
+test('any set of pairs: every pair once, no interface twice in a round, between Δ and 2Δ-1 rounds (Δ the most pairs at one interface)', () => {
+  const endpoint = fc.record({ agent: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), interface: fc.constantFrom('eth1', 'eth2') });
+  const pair = fc.record({ from: endpoint, to: endpoint }).filter((p) => p.from.agent !== p.to.agent);
+  fc.assert(
+    fc.property(fc.uniqueArray(pair, { selector: key, maxLength: 60 }), (pairs) => {
+      const rounds = planRounds(pairs);
+      assertValidRounds(pairs, rounds);
+      const delta = maxDegree(pairs);
+      assert.ok(rounds.length >= delta && rounds.length <= Math.max(0, 2 * delta - 1), `${rounds.length} rounds for Δ ${delta}`);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a star both ways runs in exactly 2 × members rounds (every pair holds the center)', () => {
+  const agents = ['c1', 'm1', 'm2', 'm3', 'm4'].map((id) => agent(id, { role: id.startsWith('c') ? 'center' : 'member' }));
+  const { pairs } = expandGroup({ shape: 'star', center: { labels: { role: 'center' }, interface: 'eth1' }, members: { labels: { role: 'member' }, interface: 'eth1' } }, agents);
+  assert.equal(pairs.length, 8);
+  assert.equal(planRounds(pairs).length, 8);
+});
+
+test('a mesh expands to every ordered pair of the labelled, online members; others are skipped with the reason', () => {
+  const agents = [
+    agent('a1', { rack: 'a' }), agent('a2', { rack: 'a', role: 'lab' }), agent('a3', { rack: 'a' }),
+    agent('a4', { rack: 'a' }, { online: false }),
+    agent('a5', { rack: 'a' }, { interfaces: [] }),
+    agent('b1', { rack: 'b' }),
+  ];
+  const { pairs, skipped } = expandGroup({ shape: 'mesh', members: { labels: { rack: 'a' }, interface: 'eth1' } }, agents);
+  assert.deepEqual(pairs.map(key).sort(), ['a1:eth1>a2:eth1', 'a1:eth1>a3:eth1', 'a2:eth1>a1:eth1', 'a2:eth1>a3:eth1', 'a3:eth1>a1:eth1', 'a3:eth1>a2:eth1']);
+  assert.deepEqual(skipped.map((s) => [s.agent, s.reason]), [['a4', 'offline'], ['a5', 'no_interface']]);
+});
+
+test('members by prefix take the interface with an address in it; two such interfaces are ambiguous; a down interface is skipped', () => {
+  const down = agent('x3', { lab: 'n' });
+  down.interfaces[1]!.operstate = 'down';
+  const two = agent('x4', { lab: 'n' });
+  two.interfaces[0]!.addresses.push({ family: 'IPv4', address: '198.19.2.99', prefixLength: 24 });
+  const { pairs, skipped } = expandGroup({ shape: 'mesh', members: { labels: { lab: 'n' }, prefix: '198.19.2.0/24' } }, [agent('x1', { lab: 'n' }), agent('x2', { lab: 'n' }), down, two]);
+  assert.deepEqual(pairs.map(key).sort(), ['x1:eth2>x2:eth2', 'x2:eth2>x1:eth2']);
+  assert.deepEqual(skipped.map((s) => [s.agent, s.reason, s.interface]), [['x3', 'interface_down', 'eth2'], ['x4', 'ambiguous_interface', null]]);
+});
+
+test('disjoint is a × b without pairs inside one agent; star goes to, from or both ways', () => {
+  const agents = [agent('a1', { rack: 'a' }), agent('a2', { rack: 'a' }), agent('b1', { rack: 'b' }), agent('b2', { rack: 'b' }), agent('b3', { rack: 'b', lab: 'y' })];
+  const disjoint = expandGroup({ shape: 'disjoint', a: { labels: { rack: 'a' }, interface: 'eth1' }, b: { labels: {}, interface: 'eth1' } }, agents);
+  // b is every agent, a1 and a2 included: a1 -> a1 is left out.
+  assert.equal(disjoint.pairs.length, 2 * 5 - 2);
+  assert.ok(disjoint.pairs.every((p) => p.from.agent.startsWith('a') && p.from.agent !== p.to.agent));
+  const star = (starDirection: 'to' | 'from' | 'both') => expandGroup({ shape: 'star', starDirection, center: { labels: { lab: 'y' }, interface: 'eth1' }, members: { labels: { rack: 'a' }, interface: 'eth1' } }, agents).pairs.map(key).sort();
+  assert.deepEqual(star('to'), ['a1:eth1>b3:eth1', 'a2:eth1>b3:eth1']);
+  assert.deepEqual(star('from'), ['b3:eth1>a1:eth1', 'b3:eth1>a2:eth1']);
+  assert.equal(star('both').length, 4);
+});
+
+const request = (extra: Record<string, unknown> = {}) =>
+  ({ engine: 'builtin', test: 'stream', protocol: 'tcp', duration: 1, direction: 'forward', repeat: 1, retries: 0, flows: { shape: 'mesh', members: { labels: { rack: 'a' }, interface: 'eth1' } }, ...extra }) as unknown as Parameters<typeof expandSpec>[0];
+
+test('a spec with a group keeps the group, stores the pairs as flows, and counts a run per pair per repetition', () => {
+  const agents = ['a1', 'a2', 'a3', 'a4'].map((id) => agent(id, { rack: 'a' }));
+  const { spec, expansion, errors } = expandSpec(request({ repeat: 2 }), agents);
+  assert.deepEqual(errors, []);
+  assert.equal(spec.flows.length, 12);
+  assert.equal(spec.group?.shape, 'mesh');
+  assert.equal(expansion?.rounds.length, 6);
+  assert.equal(maxRuns(spec), 24);
+  assert.equal(strategyFor(spec).expectedRuns(new Map()), 24);
+  const none = expandSpec(request(), [agent('a1', { rack: 'a' })]);
+  assert.match(none.errors[0]!.message, /no pair now/);
+  assert.equal(none.errors[0]!.field, 'body.flows');
+  assert.deepEqual(expandSpec(request({ repeat: { min: 2, max: 5 } }), agents).errors.map((e) => e.field), ['body.repeat']);
+});
+
+function runOf(spec: JobSpec, index: number, pair: number, bitsPerSecond: number | null): Run {
+  const flow = spec.flows[pair]!;
+  return {
+    id: `r${index}`, jobId: 'j', index, point: {}, repetition: 1, status: bitsPerSecond === null ? 'failed' : 'succeeded', startedAt: null, finishedAt: null,
+    error: bitsPerSecond === null ? { code: 'peer_unavailable', message: 'no receiver' } : null,
+    flows: [{ flowIndex: 0, direction: 'forward', from: flow.from, to: flow.to, bitsPerSecond: bitsPerSecond ?? 0, pathVerified: true } as Run['flows'][number]],
+  };
+}
+
+test('the campaign gives the rounds one after the other, all of a round at once; the report is the matrix', () => {
+  const agents = ['a1', 'a2', 'a3'].map((id) => agent(id, { rack: 'a' }));
+  const { spec, expansion } = expandSpec(request(), agents);
+  const strategy = strategyFor(spec);
+  const finished = new Map<number, Run>();
+  const seen: number[][] = [];
+  for (let round = strategy.nextRound!(finished); round.length > 0; round = strategy.nextRound!(finished)) {
+    seen.push(round.map((p) => p.pair!));
+    // Each run carries its pair alone.
+    for (const plan of round) assert.deepEqual(runSpec(spec, plan).flows, [spec.flows[plan.pair!]]);
+    for (const plan of round) finished.set(plan.index, runOf(spec, plan.index, plan.pair!, key(spec.flows[plan.pair!]!) === 'a2:eth1>a3:eth1' ? null : 1e9 + plan.pair! * 1e6));
+  }
+  assert.deepEqual(seen, expansion!.rounds);
+  assert.equal(seen.length, 6);
+  const job = { id: 'j', status: 'failed', spec, expansion: { ...expansion!, skipped: [{ agent: 'a9', interface: 'eth1', reason: 'offline', message: 'agent "a9" is offline' }] } } as Job;
+  const report = buildReport(job, [...finished.values()]);
+  const [matrix] = report.matrix!;
+  assert.deepEqual(matrix!.sources.map((e) => e.agent), ['a1', 'a2', 'a3']);
+  assert.equal(matrix!.cells[0]![0], null, 'no pair from a host to itself');
+  const a1a2 = spec.flows.findIndex((p) => key(p) === 'a1:eth1>a2:eth1');
+  assert.equal(matrix!.cells[0]![1]!.value!.mean, 1e9 + a1a2 * 1e6);
+  assert.equal(matrix!.cells[1]![2]!.verdict, 'failed');
+  const table = reportTable(job, [...finished.values()], report);
+  assert.match(table, /mesh matrix: 6 pairs in 6 rounds/);
+  assert.match(table, /a2:eth1\s+\S+\s+-\s+FAILED/);
+  assert.match(table, /skipped a9:eth1 \(offline\)/);
+});
+
+test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it excludes --from/--to', () => {
+  assert.deepEqual(specOf({ mesh: 'rack=a,role=lab:eth1', t: '5' }).flows, { shape: 'mesh', members: { labels: { rack: 'a', role: 'lab' }, interface: 'eth1' } });
+  assert.deepEqual(specOf({ mesh: 'rack=b:198.18.1.0/24' }).flows, { shape: 'mesh', members: { labels: { rack: 'b' }, prefix: '198.18.1.0/24' } });
+  assert.throws(() => specOf({ mesh: 'rack=a', t: '5' }), /LABELS:INTERFACE/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', from: ['A:eth1'] }), /excludes --from/);
+});
+
+test('disjoint a × b with no member on both sides runs in max(|a|, |b|) rounds, the optimum', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), (na, nb) => {
+      const a = Array.from({ length: na }, (_, i) => agent(`a${i + 1}`, { side: 'a' }));
+      const b = Array.from({ length: nb }, (_, i) => agent(`b${i + 1}`, { side: 'b' }));
+      const { pairs } = expandGroup({ shape: 'disjoint', a: { labels: { side: 'a' }, interface: 'eth1' }, b: { labels: { side: 'b' }, interface: 'eth1' } }, [...a, ...b]);
+      const rounds = planRounds(pairs);
+      assertValidRounds(pairs, rounds);
+      assert.equal(rounds.length, Math.max(na, nb));
+    }),
+    { numRuns: 100 },
+  );
+});
