@@ -5,6 +5,7 @@ import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
 import type { Job, Run } from '@niclab/shared/domain/contract';
 import { assertResponse } from '../helpers/contract.js';
+import { markItems, parseSvg } from '../helpers/svg.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack, type TestConfig } from '../helpers/stack.js';
 
@@ -113,6 +114,34 @@ describe('groups', () => {
     const table = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=table`);
     assert.match(table.text, /mesh matrix: 12 pairs in 6 rounds/);
     assert.match(table.text, /a4:lo\s+[\d.?]+\s+[\d.?]+\s+[\d.?]+\s+-/);
+    // Each run's flow names its pair in the job's flows (a run measures spec.flows[pair], not flow 0).
+    for (const run of job.runs) {
+      const flow = run.flows[0]!;
+      const pair = job.spec.flows[flow.flowIndex]!;
+      assert.deepEqual([pair.from, pair.to], [flow.from, flow.to], `run ${run.index}'s flowIndex ${flow.flowIndex} is its pair`);
+    }
+    // The figure is the matrix: a cell per measured pair at the report's mean.
+    const svg = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`).buffer(true).parse((res, done) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => done(null, text));
+    });
+    assert.equal(svg.status, 200, String(svg.body));
+    const cells = markItems(parseSvg(svg.body as string), 'cells', 'rect');
+    assert.equal(cells.length, 12, JSON.stringify(cells));
+    const label = (e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`;
+    for (const [i, row] of matrix.cells.entries()) {
+      for (const [j, cell] of (row as ({ value: { mean: number } } | null)[]).entries()) {
+        if (!cell) continue;
+        const drawn = cells.find((c) => c.source === label(matrix.sources[i]) && c.destination === label(matrix.destinations[j]));
+        assert.ok(drawn, `a cell for ${label(matrix.sources[i])} -> ${label(matrix.destinations[j])} in ${JSON.stringify(cells[0])}`);
+        assert.ok(Math.abs(Number(drawn['throughput (Mbit/s)']) - cell.value.mean / 1e6) < 0.001 * (cell.value.mean / 1e6), `${JSON.stringify(drawn)} vs ${cell.value.mean} bit/s`);
+      }
+    }
+    // A group's pairs are different links: no A/B figure between group jobs.
+    const compared = await request(stack.app).get(`/v1/compare?baseline=${job.id}&candidate=${job.id}`);
+    assert.equal(compared.status, 422);
+    assert.deepEqual(compared.body.errors.map((e: { field: string }) => e.field), ['query.baseline', 'query.candidate']);
   });
 
   test('a schedule expands its group at each firing: a host that joins is in the next one, a stopped member is skipped and the rest run', async () => {

@@ -92,7 +92,7 @@ test('a TCP leg: its retransmits beside the drops each place counted, as context
 test('overlapped or missing counters: the verdict says so and is not confident', () => {
   const b = judgeBottleneck({ udp: udp(100, 50), bitsPerSecond: 1, retransmits: null, sender: end(host()), receiver: end(host({ udp: { RcvbufErrors: 50 }, overlapped: true })) })!;
   assert.equal(b.confident, false);
-  assert.match(b.reason, /another run shared a host/);
+  assert.match(b.reason, /another leg shared a host/);
   const half = judgeBottleneck({ udp: udp(100, 100), bitsPerSecond: 1, retransmits: null, sender: end(undefined), receiver: end(host()) })!;
   assert.equal(half.confident, false);
   assert.equal(judgeBottleneck({ udp: udp(100, 100), bitsPerSecond: 1, retransmits: null, sender: end(undefined), receiver: end(undefined) }), null);

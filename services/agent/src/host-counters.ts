@@ -99,8 +99,9 @@ async function readTools(iface: string, like?: ToolSnapshot): Promise<ToolSnapsh
   const askEthtool = like ? like.ethtool !== null : hasDevice(iface);
   const askTc = like ? like.qdiscs !== null && like.qdiscs.some((q) => q.kind !== 'noqueue') : true;
   const [ethtool, qdiscs] = await Promise.all([
-    askEthtool ? command('ethtool', ['-S', iface]).then(parseEthtool, () => null) : null,
-    askTc ? command('tc', ['-s', '-j', 'qdisc', 'show', 'dev', iface]).then(parseQdiscs, () => null) : like?.qdiscs ?? null,
+    askEthtool ? command('ethtool', ['-S', iface]).then(parseEthtool).catch(() => null) : null,
+    // A parse error (empty or odd output) is no reading, never an unhandled rejection in the agent.
+    askTc ? command('tc', ['-s', '-j', 'qdisc', 'show', 'dev', iface]).then(parseQdiscs).catch(() => null) : like?.qdiscs ?? null,
   ]);
   return { ethtool, qdiscs };
 }
@@ -122,7 +123,12 @@ function processCore(pid: number): number | null {
   return text && Number.isInteger(core) ? core : null;
 }
 
-/** Tasks running on this agent now, by run: another run's task beside ours makes both overlapped. */
+/**
+ * Tasks running on this agent now, by leg: any other leg beside ours (another run's, or another
+ * flow of the same run: a fan-in, a bidir pair, an rr flow beside streams) makes both overlapped,
+ * since the host-wide counters cannot tell their drops apart. The two ends of one leg on one
+ * host (loopback) are one watch's business, not an overlap.
+ */
 const active = new Set<HostWatch>();
 
 /**
@@ -141,17 +147,17 @@ export class HostWatch {
   private before!: Promise<FsSnapshot>;
   private beforeTools!: Promise<ToolSnapshot>;
 
-  private constructor(private readonly iface: string, private readonly runId: string) {}
+  private constructor(private readonly iface: string, private readonly legKey: string) {}
 
   /**
    * Starts watching as the engine starts: nothing here is awaited, so the engine's own setup
    * (its fork, its listen or connect) runs beside the readings, which are done long before the
    * first datagram (a receiver waits for its sender, a sender for the run's start instant).
    */
-  static start(iface: string, runId: string): HostWatch {
-    const watch = new HostWatch(iface, runId);
+  static start(iface: string, runId: string, leg: number): HostWatch {
+    const watch = new HostWatch(iface, `${runId}/${leg}`);
     for (const other of active) {
-      if (other.runId === runId) continue;
+      if (other.legKey === watch.legKey) continue;
       other.overlapped = true;
       watch.overlapped = true;
     }

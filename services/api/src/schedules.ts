@@ -28,6 +28,7 @@ export class Schedules {
   readonly queue: Queue<Firing>;
   private readonly store: ScheduleStore;
   private worker: Worker<Firing> | undefined;
+  private workerRedis: Redis | undefined;
 
   constructor(
     private readonly redis: Redis,
@@ -40,7 +41,9 @@ export class Schedules {
 
   /** Takes firings (every API replica does; each firing goes to one). */
   start(log: Logger): void {
-    this.worker = new Worker<Firing>(QUEUE, (job) => this.fire(job), { connection: this.redis.duplicate({ maxRetriesPerRequest: null }), prefix: this.keys.bull, concurrency: 4 });
+    // The worker's blocking connection is ours: BullMQ does not close a connection it was given.
+    this.workerRedis = this.redis.duplicate({ maxRetriesPerRequest: null });
+    this.worker = new Worker<Firing>(QUEUE, (job) => this.fire(job), { connection: this.workerRedis, prefix: this.keys.bull, concurrency: 4 });
     // BullMQ reports every reconnect attempt while Redis is away: one line per 30 s is enough.
     let quietUntil = 0;
     this.worker.on('error', (error) => {
@@ -53,6 +56,8 @@ export class Schedules {
   async close(): Promise<void> {
     await this.worker?.close();
     await this.queue.close();
+    // Left open, it reconnects forever once Redis is gone, and its process never exits.
+    this.workerRedis?.disconnect();
   }
 
   private repeatOptions(input: ScheduleInput) {

@@ -41,6 +41,11 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
   if (error) return result;
   result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost) : null;
+  // A request/response leg measures round trips, not throughput: a throughput verdict would be made up.
+  if (result.rr) {
+    result.bottleneck = null;
+    return result;
+  }
   result.bottleneck = judgeBottleneck({
     udp,
     bitsPerSecond: result.bitsPerSecond,

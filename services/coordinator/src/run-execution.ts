@@ -53,6 +53,8 @@ export class RunExecution {
   private readonly senders = new Map<number, EndReport>();
   private readonly receivers = new Map<number, EndReport>();
   private readonly log: Logger;
+  /** The group pair this run measures (its index in the job's flows), if the job is a group. */
+  private readonly pair: number | undefined;
   private readonly sink: RunSink = {
     ready: (reply) => void this.ready.set(reply.leg, reply),
     report: (report) => void (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report),
@@ -74,6 +76,7 @@ export class RunExecution {
     };
     this.channel = new RunChannel(deps.redis, deps.keys, runId);
     this.spec = runSpec(job.spec, plan);
+    this.pair = plan.pair;
     this.legs = legsOf(this.spec, plan.point);
     this.log = jobLog.child({ runId, run: plan.index });
   }
@@ -105,7 +108,8 @@ export class RunExecution {
       keeper.stop();
       this.deps.returnBlocking(blocking);
     }
-    run.flows = this.legs.map((leg, i) => flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)));
+    // A group's run measures one pair: its flows carry that pair's index in the job's flows.
+    run.flows = this.legs.map((leg, i) => ({ ...flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)), flowIndex: this.pair ?? leg.flowIndex }));
     run.flows.forEach((flow, i) => {
       for (const [end, report] of [['sender', this.senders.get(i)], ['receiver', this.receivers.get(i)]] as const) {
         const diagnostics = flow.diagnostics[end];

@@ -54,6 +54,9 @@ export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) 
   const [baseline, candidate] = await Promise.all([store.get(query.baseline), store.get(query.candidate)]);
   if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline}`);
   if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate}`);
+  // A group's runs are different links, not repetitions of one: their statistics would mix hosts.
+  const grouped = ([['baseline', baseline], ['candidate', candidate]] as const).filter(([, job]) => job.spec.group);
+  if (grouped.length > 0) throw HttpProblem.invalid(grouped.map(([field, job]) => ({ field: `query.${field}`, message: `job ${job.id} is a ${job.spec.group!.shape} group: its pairs are different links, so it has no A/B figure; compare one pair's jobs, or read the group's matrix report` })));
   const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'), query.metric);
   if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
   if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(comparisonChart(baseline, candidate, comparison)) } };

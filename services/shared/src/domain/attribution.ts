@@ -134,7 +134,7 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   const r = leg.receiver.diagnostics?.host;
   if (!s && !r) return null;
   const confident = !!s && !!r && !s.overlapped && !r.overlapped;
-  const caveat = !s || !r ? ` (${!s ? 'sender' : 'receiver'} counters missing)` : confident ? '' : ' (another run shared a host: its traffic is in the counters)';
+  const caveat = !s || !r ? ` (${!s ? 'sender' : 'receiver'} counters missing)` : confident ? '' : ' (another leg shared a host: its traffic is in the counters)';
   const verdict = (v: Verdict, reason: string, evidence: Record<string, number>): Bottleneck => ({ verdict: v, reason: `${v}: ${reason}${caveat}`, evidence, confident });
   const sc = cpu(leg.sender);
   const rc = cpu(leg.receiver);
@@ -187,7 +187,7 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
 
   if (!udp) {
     // A TCP leg's retransmits with the drops each place counted, as context for whatever the verdict.
-    Object.assign(cpuEvidence, { retransmits: leg.retransmits ?? 0 }, s && r ? tcpDrops(s, r) : {});
+    Object.assign(cpuEvidence, leg.retransmits != null ? { retransmits: leg.retransmits } : {}, s && r ? tcpDrops(s, r) : {});
     if (busy(sc)) return verdict('sender CPU', cpuText(sc), cpuEvidence);
     if (busy(rc)) return verdict('receiver CPU', cpuText(rc), cpuEvidence);
     const queueDrops = r ? (r.tcpExt.TCPRcvQDrop ?? 0) + (r.tcpExt.TCPBacklogDrop ?? 0) : 0;
@@ -195,19 +195,24 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   }
   const q = s && shaper(s);
   if (q && (q.overlimits > 0 || q.dropped > 0)) {
-    return verdict('link', `the shaper (${q.kind}) on the sender's ${leg.sender.diagnostics!.interface} held packets back ${n(q.overlimits)} times${udp ? '' : `; ${n(leg.retransmits ?? 0)} retransmits`}`, { ...cpuEvidence, qdiscOverlimits: q.overlimits, qdiscDropped: q.dropped });
+    return verdict('link', `the shaper (${q.kind}) on the sender's ${leg.sender.diagnostics!.interface} held packets back ${n(q.overlimits)} times${udp ? '' : `; ${retransmitsText(leg.retransmits)}`}`, { ...cpuEvidence, qdiscOverlimits: q.overlimits, qdiscDropped: q.dropped });
   }
   const speeds = [leg.sender.diagnostics?.environment?.speedBitsPerSecond, leg.receiver.diagnostics?.environment?.speedBitsPerSecond].filter((v): v is number => typeof v === 'number' && v > 0);
   const speed = speeds.length ? Math.min(...speeds) : null;
   if (speed && leg.bitsPerSecond !== null && leg.bitsPerSecond >= LINE_RATE * speed) {
     return verdict('link', `${n(leg.bitsPerSecond / 1e6)} of ${n(speed / 1e6)} Mbit/s link speed`, { ...cpuEvidence, bitsPerSecond: leg.bitsPerSecond, linkBitsPerSecond: speed });
   }
-  const what = udp ? `0 of ${n(udp.sent)} datagrams lost` : `${n(leg.retransmits ?? 0)} retransmits`;
+  const what = udp ? `0 of ${n(udp.sent)} datagrams lost` : retransmitsText(leg.retransmits);
   return verdict('none', `${what}; no counter, CPU or link limited the run`, { ...cpuEvidence, ...(udp ? { sent: udp.sent } : {}) });
 }
 
 /** The "where lost" line of a report: the places that lost something, in path order. */
 export function whereLost(split: LossAttribution): string {
   const parts = PLACES.filter((p) => split[p] !== 0).map((p) => `${PLACE_NAMES[p]} ${n(split[p])}`);
-  return `where lost: ${parts.length ? parts.join(', ') : 'nowhere'}${split.overlapped ? ' (another run shared a host)' : ''}`;
+  return `where lost: ${parts.length ? parts.join(', ') : 'nowhere'}${split.overlapped ? ' (another leg shared a host)' : ''}`;
+}
+
+/** TCP retransmits as a reason says them: unknown where TCP_INFO could not be read, never a made-up 0. */
+function retransmitsText(retransmits: number | null | undefined): string {
+  return retransmits == null ? 'retransmits unknown' : `${n(retransmits)} retransmits`;
 }

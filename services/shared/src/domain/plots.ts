@@ -17,7 +17,7 @@ import { RUN_METRICS } from './metrics.js';
 export type ChartSpec = Record<string, unknown>;
 
 /** Which figure a report gets: the shape of the job decides, not its name. */
-export type ReportChartKind = 'sweep' | 'search' | 'fan-in' | 'time-series';
+export type ReportChartKind = 'sweep' | 'search' | 'fan-in' | 'time-series' | 'matrix';
 
 type ReportPoint = Report['points'][number];
 type LegFigures = ReportPoint['flows'][number];
@@ -94,6 +94,7 @@ const intervalLayer = (x: Record<string, unknown>, yTitle: string, extra: Record
 /** The figure a report gets from its shape. */
 export function reportChartKind(report: Report): ReportChartKind {
   if (report.searches) return 'search';
+  if (report.matrix) return 'matrix';
   if (report.points.length > 1) return 'sweep';
   const [only] = report.points;
   return only && only.runs.succeeded <= 1 ? 'time-series' : 'fan-in';
@@ -112,7 +113,35 @@ export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
     case 'time-series': return timeSeriesChart(job, runs, report);
     case 'fan-in': return fanInChart(job, report);
     case 'sweep': return sweepChart(job, report);
+    case 'matrix': return matrixChart(job, report);
   }
+}
+
+/**
+ * A group's matrix (its first sweep point): a cell per measured pair, source rows by
+ * destination columns, coloured and labelled with the pair's mean headline figure.
+ */
+function matrixChart(job: Job, report: Report): ChartSpec {
+  const y = headlineAxis(job.spec);
+  const m = report.matrix![0];
+  const label = (e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`;
+  const rows = (m?.sources ?? []).flatMap((from, i) =>
+    (m?.destinations ?? []).flatMap((to, j) => {
+      const cell = m!.cells[i]?.[j];
+      return cell?.value ? [{ source: label(from), destination: label(to), mean: cell.value.mean / y.scale, verdict: cell.verdict }] : [];
+    }),
+  );
+  const encoding = { x: nominal('destination', 'destination', { sort: null }), y: nominal('source', 'source', { sort: null }) };
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: title(`${y.title.split(' (')[0]} per pair, source x destination`, job),
+    data: { values: rows },
+    layer: [
+      { name: 'cells', mark: { type: 'rect' }, encoding: { ...encoding, color: quantitative('mean', y.title), tooltip: [{ field: 'source' }, { field: 'destination' }, { field: 'mean', title: y.title }, { field: 'verdict' }] } },
+      { name: 'values', mark: { type: 'text' }, encoding: { ...encoding, text: { field: 'mean', type: 'quantitative', format: '.1f' } } },
+    ],
+  };
 }
 
 const estimate = (s: LegFigures['bitsPerSecond'], scale: number): Estimate | null =>

@@ -1363,7 +1363,7 @@ export interface components {
                 /** @description The share of the run the engine process spent ready to run but waiting for a CPU (/proc/PID/schedstat); null with fewer than two samples. */
                 engineWaitShare: number | null;
             };
-            /** @description Another run had a task on this host while this end ran; host-wide counters include its traffic. */
+            /** @description Another leg had a task on this host while this end ran (another run's, or another flow of this run: a fan-in, bidir, an rr flow beside streams); host-wide counters include its traffic. */
             overlapped: boolean;
         };
         /**
@@ -1401,7 +1401,7 @@ export interface components {
             };
             /** @description A UDP leg's lost datagrams split by where they were lost, from both ends' host counters. */
             lossAttribution?: null | components["schemas"]["LossAttribution"];
-            /** @description What limited this leg, with the evidence; null when neither end reported host counters. */
+            /** @description What limited this leg, with the evidence; null when neither end reported host counters, and for a request/response (rr) leg, which measures round trips rather than throughput. */
             bottleneck?: null | components["schemas"]["Bottleneck"];
         };
         /**
@@ -1426,7 +1426,7 @@ export interface components {
             receiverSocketBuffer: number;
             /** @description lost minus the places above. */
             unexplained: number;
-            /** @description Another run shared a host of this leg: the counters include its traffic. */
+            /** @description Another leg (of another run, or another flow of this run) shared a host of this leg: the counters include its traffic, so the split is not this leg's alone. */
             overlapped: boolean;
         };
         Bottleneck: {

@@ -9,6 +9,7 @@ import { PLACES, type Place } from '../domain/attribution.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
 import { legsOf } from '../domain/plan.js';
+import { flowSpec } from '../domain/flow-tests.js';
 import { searchResults } from '../domain/rate-search.js';
 
 /** The labels of a link's last rate search at one datagram size (bounded: no job id). */
@@ -155,14 +156,16 @@ export class MetricStore implements JobObserver {
 /** The data direction's ends: `src` sends, `dst` receives (a reverse leg sends from the flow's `to`). */
 export function linkLabels(job: Job, flow: FlowResult): LinkLabels {
   const [src, dst] = flow.direction === 'forward' ? [flow.from, flow.to] : [flow.to, flow.from];
+  const own = flowSpec(job.spec, flow.flowIndex);
   return {
     src_agent: src.agent,
     src_interface: src.interface,
     dst_agent: dst.agent,
     dst_interface: dst.interface,
-    engine: job.spec.engine,
+    // The flow's own test (an rr flow beside streams on the same path): its figures never land on the streams' series.
+    engine: own.engine,
     protocol: job.spec.protocol,
-    test: job.spec.test,
+    test: own.test,
     direction: flow.direction,
     schedule: job.spec.labels?.schedule ?? '',
   };

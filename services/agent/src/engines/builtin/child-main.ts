@@ -18,15 +18,14 @@ const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ETIMEDOUT']);
 export function serveChild<I extends { role: string }>(run: (input: I, send: Send) => Promise<unknown>): void {
   process.once('message', (input: I) => {
     const send: Send = (message) => process.send?.(message);
+    // Let go of the agent only once the answer is written: disconnecting at once can close the
+    // pipe before the queued write, and the agent then sees an exit without a result.
+    const answer = (message: unknown) => process.send?.(message, undefined, {}, () => process.disconnect?.());
     run(input, send).then(
-      (result) => {
-        send({ type: 'result', result });
-        process.disconnect?.();
-      },
+      (result) => answer({ type: 'result', result }),
       (error: Error & { code?: string }) => {
         const code = CONNECT_FAILURES.has(error.code ?? '') ? 'connect_failed' : error.code === 'no_data' ? 'no_data' : 'engine_failed';
-        send({ type: 'error', error: { code, message: `${input.role}: ${error.message}` } });
-        process.disconnect?.();
+        answer({ type: 'error', error: { code, message: `${input.role}: ${error.message}` } });
       },
     );
   });
