@@ -98,6 +98,7 @@ for (const op of operations) {
     const statuses = new Map<number, number>();
     const reasons = new Map<string, number>();
     const hidden: string[] = [];
+    let inventoryOnly = 0;
     for (const [value, idempotencyKey] of drawn) {
       let call = request(stack.app)[op.method as 'post'](op.path).set('content-type', 'application/json');
       if (idempotencyKey) call = call.set('idempotency-key', idempotencyKey);
@@ -108,6 +109,7 @@ for (const op of operations) {
       if (res.status !== 422) continue;
       const errors = res.body.errors as { field: string; message: string }[];
       assert.ok(errors.length > 0, context);
+      if (errors.every((error) => INVENTORY.some((re) => re.test(error.message)))) inventoryOnly++;
       for (const error of errors) {
         const reason = `${error.field.replace(/\[\d+\]/g, '[]')} ${error.message.replace(/"[^"]*"|\d+(\.\d+)?/g, '_').slice(0, 60)}`;
         reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
@@ -121,8 +123,11 @@ for (const op of operations) {
     const accepted = (statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0);
     t.diagnostic(`seed ${SEED}; ${summary}`);
     // Measured over seeds 1-3: 99-115 jobs and 57-70 schedules of 250 accepted (the rest mostly refused for
-    // the prose rules). One in six is a floor a generator drifting off the real agent falls below.
-    assert.ok(accepted >= PER_OPERATION / 6, `only ${accepted} of ${PER_OPERATION} accepted (seed ${SEED}; ${summary})`);
+    // the prose rules). One in six of the requests the inventory could have taken is a floor a generator
+    // drifting off the real agent falls below; requests refused for inventory alone (a group whose labels
+    // match no agent here: about one in five since flows may be a group) are not the generator's drift.
+    const floor = (PER_OPERATION - inventoryOnly) / 6;
+    assert.ok(accepted >= floor, `only ${accepted} of ${PER_OPERATION} accepted, ${inventoryOnly} refused for inventory alone (seed ${SEED}; ${summary})`);
     assert.ok((statuses.get(422) ?? 0) > 0, `some refusals were exercised (${summary})`);
   });
 }

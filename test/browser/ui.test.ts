@@ -112,7 +112,9 @@ describe('/ui in chromium', { skip }, () => {
 
   let watched: string;
   test('a running job updates live on the jobs list and its own page; done, it shows its figure and downloads', async () => {
-    const submitted = await niclab.client.submit(sweep(4));
+    // Two 6 s runs: the agents page (read every 5 s) must find the lease held while a run is on, even
+    // when a loaded machine shows the job running late.
+    const submitted = await niclab.client.submit(sweep(6));
     assert.equal(submitted.status, 202);
     watched = submitted.body.id;
     const list = await open('/jobs');

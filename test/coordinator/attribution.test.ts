@@ -73,6 +73,9 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(pushedBack.verdict, 'link', 'a shaper that held the sender back (its socket blocked) explains the shortfall, busy core or not');
   const notBusy = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(clean, 1), receiver: end(clean) })!;
   assert.notEqual(notBusy.verdict, 'sender CPU', 'a short rate with an idle sender is not its CPU');
+  // Seen in CI: half a core used and half the run waited for one is a CPU-bound engine sharing its core.
+  const shared = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(host({ core: 1, wait: 0.496 }), 0.52 * 5), receiver: end(clean) })!;
+  assert.equal(shared.verdict, 'sender CPU', shared.reason);
 
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(clean), receiver: end(clean) })!.verdict, 'none');
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 30 } })), receiver: end(clean) })!.verdict, 'link');

@@ -107,8 +107,12 @@ function cpu(end: EndView): { engine: number | null; core: number | null; coreId
     wait: host?.cpu.engineWaitShare ?? null,
   };
 }
-/** The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run. */
-const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT;
+/**
+ * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
+ * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
+ * waited is a CPU-bound engine sharing its core.
+ */
+const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY;
 const cpuText = (c: ReturnType<typeof cpu>) =>
   [
     c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null,
@@ -119,7 +123,8 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
 /**
  * What limited a leg, from its figures and both ends' host counters. Rules, in order:
  * An end's CPU is "busy" when its engine used CPU_BUSY of a core, or waited for a CPU at least
- * CPU_WAIT of the run (another task had the core; the core's busy share is evidence only).
+ * CPU_WAIT of the run, or the two together reach CPU_BUSY (another task had the core; the
+ * core's busy share is evidence only).
  * 1. UDP sender below RATE_SHORTFALL of its offered rate with a busy CPU, and no shaper at the
  *    sender that held packets back (unless the engine used CPU_BUSY of a core itself): sender CPU.
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
