@@ -4,7 +4,7 @@
  * measured, and what differed in the environment under them.
  */
 import { byPoint, headline } from './campaign.js';
-import { METRIC_NAMES, RUN_METRICS, type MetricName, type RunMetric } from './metrics.js';
+import { METRIC_NAMES, RUN_METRICS, type MetricName, type RunMetric } from './figure-directions.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';

@@ -11,7 +11,7 @@ import { basePoint } from './rate-search.js';
 import { pointLabel } from './report.js';
 import { tQuantile } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
-import { RUN_METRICS } from './metrics.js';
+import { RUN_METRICS } from './figure-directions.js';
 
 /** A Vega-Lite (v6) top-level spec. */
 export type ChartSpec = Record<string, unknown>;
