@@ -95,13 +95,13 @@ const hasDevice = (iface: string) => existsSync(`/sys/class/net/${iface}/device`
  * of it. `like` is the reading before the run: what it lacked (no driver counters, only a
  * noqueue qdisc that keeps none) is not asked for again after it.
  */
-async function readTools(iface: string, like?: ToolSnapshot): Promise<ToolSnapshot> {
+async function readTools(iface: string, signal: AbortSignal, like?: ToolSnapshot): Promise<ToolSnapshot> {
   const askEthtool = like ? like.ethtool !== null : hasDevice(iface);
   const askTc = like ? like.qdiscs !== null && like.qdiscs.some((q) => q.kind !== 'noqueue') : true;
   const [ethtool, qdiscs] = await Promise.all([
-    askEthtool ? command('ethtool', ['-S', iface]).then(parseEthtool).catch(() => null) : null,
+    askEthtool ? command('ethtool', ['-S', iface], signal).then(parseEthtool).catch(() => null) : null,
     // A parse error (empty or odd output) is no reading, never an unhandled rejection in the agent.
-    askTc ? command('tc', ['-s', '-j', 'qdisc', 'show', 'dev', iface]).then(parseQdiscs).catch(() => null) : like?.qdiscs ?? null,
+    askTc ? command('tc', ['-s', '-j', 'qdisc', 'show', 'dev', iface], signal).then(parseQdiscs).catch(() => null) : like?.qdiscs ?? null,
   ]);
   return { ethtool, qdiscs };
 }
@@ -147,15 +147,16 @@ export class HostWatch {
   private before!: Promise<FsSnapshot>;
   private beforeTools!: Promise<ToolSnapshot>;
 
-  private constructor(private readonly iface: string, private readonly legKey: string) {}
+  /** `signal` is the run's: tc and ethtool are killed with it, never outliving a canceled run. */
+  private constructor(private readonly iface: string, private readonly legKey: string, private readonly signal: AbortSignal) {}
 
   /**
    * Starts watching as the engine starts: nothing here is awaited, so the engine's own setup
    * (its fork, its listen or connect) runs beside the readings, which are done long before the
    * first datagram (a receiver waits for its sender, a sender for the run's start instant).
    */
-  static start(iface: string, runId: string, leg: number): HostWatch {
-    const watch = new HostWatch(iface, `${runId}/${leg}`);
+  static start(iface: string, runId: string, leg: number, signal: AbortSignal): HostWatch {
+    const watch = new HostWatch(iface, `${runId}/${leg}`, signal);
     for (const other of active) {
       if (other.legKey === watch.legKey) continue;
       other.overlapped = true;
@@ -168,7 +169,7 @@ export class HostWatch {
       watch.samples.unshift(parseCpuTimes(readText('/proc/stat')));
       resolve(before);
     }));
-    watch.beforeTools = readTools(iface);
+    watch.beforeTools = readTools(iface, signal);
     watch.timer = setInterval(() => watch.sample(), SAMPLE_MS);
     watch.timer.unref();
     return watch;
@@ -198,7 +199,7 @@ export class HostWatch {
     const [before, toolsBefore] = await Promise.all([this.before, this.beforeTools]);
     const after = readFs(this.iface);
     const cpu = readText('/proc/stat');
-    const toolsAfter = await readTools(this.iface, toolsBefore);
+    const toolsAfter = await readTools(this.iface, this.signal, toolsBefore);
     if (cpu) this.samples.push(parseCpuTimes(cpu));
     if (!before.statistics || !after.statistics) return null;
     const ethtool = toolsBefore.ethtool && toolsAfter.ethtool ? delta(toolsBefore.ethtool, toolsAfter.ethtool, false) : null;

@@ -105,7 +105,7 @@ async function measure(
 
   log.info({ engine: task.engine }, 'task started');
   diagnostics.engineStartedAt = new Date().toISOString();
-  const watch = HostWatch.start(task.interface, task.runId, task.leg);
+  const watch = HostWatch.start(task.interface, task.runId, task.leg, signal);
   const outcome = await engine.run(task, {
     signal,
     address,

@@ -71,7 +71,9 @@ export function runNodeChild<R>(
       else if (message.type === 'error') settle({ result: null, error: message.error, argv });
     });
     child.on('error', (error) => settle({ result: null, error: { code: 'engine_failed', message: error.message }, argv }));
-    child.on('exit', (code, exitSignal) => {
+    // 'close', not 'exit': it comes once the IPC channel has closed too, so a result sent just
+    // before the child exited has been heard (on 'exit' it could still be in the pipe).
+    child.on('close', (code, exitSignal) => {
       signal.removeEventListener('abort', onAbort);
       resolve(
         settled ?? {
