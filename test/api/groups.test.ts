@@ -5,7 +5,7 @@ import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
 import type { Job, Run } from '@niclab/shared/domain/contract';
 import { assertResponse } from '../helpers/contract.js';
-import { markItems, parseSvg } from '../helpers/svg.js';
+import { axisLabels, markItems, parseSvg } from '../helpers/svg.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack, type TestConfig } from '../helpers/stack.js';
 
@@ -130,6 +130,8 @@ describe('groups', () => {
     const cells = markItems(parseSvg(svg.body as string), 'cells', 'rect');
     assert.equal(cells.length, 12, JSON.stringify(cells));
     const label = (e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`;
+    // Columns and rows in the matrix's order, so a mesh's empty cells are the diagonal.
+    assert.deepEqual(axisLabels(parseSvg(svg.body as string)), [matrix.destinations.map(label), matrix.sources.map(label)]);
     for (const [i, row] of matrix.cells.entries()) {
       for (const [j, cell] of (row as ({ value: { mean: number } } | null)[]).entries()) {
         if (!cell) continue;

@@ -68,7 +68,8 @@ describe('/ui in chromium', { skip }, () => {
     dir = await mkdtemp(join(tmpdir(), 'niclab-ui-'));
     const policy = join(dir, 'policy.yaml');
     await writeFile(policy, `tokens:\n  - { name: lab, sha256: "${user.sha256}", scopes: [run] }\n`);
-    niclab = await startNiclab(['ui'], { NICLAB_POLICY_FILE: policy, NICLAB_SETUP_SECONDS: '10' }, user.token);
+    // A second agent with the same label, so a mesh over rack=ui has pairs (ui -> ui2 and back).
+    niclab = await startNiclab(['ui', 'ui2'], { NICLAB_POLICY_FILE: policy, NICLAB_SETUP_SECONDS: '10', NICLAB_AGENT_LABELS: 'rack=ui' }, user.token);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'] });
   });
   after(async () => {
@@ -183,6 +184,24 @@ describe('/ui in chromium', { skip }, () => {
     assert.deepEqual(verdicts, comparison.points.map((p: { verdict: string }) => p.verdict));
     assert.equal(new URL(page.url()).hash, `#/compare?baseline=${watched}&candidate=${other.id}`);
     await close(page, errors, 'compare');
+  });
+
+  test('a group job\'s page shows its matrix as the heatmap and as a table, cell for cell as the report has it', async () => {
+    const job = await niclab.client.succeed({ engine: 'builtin', protocol: 'tcp', duration: 0.5, flows: { shape: 'mesh', members: { labels: { rack: 'ui' }, interface: 'lo' } } }, 60_000);
+    const { body: report } = await niclab.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+    const [matrix] = report.matrix;
+    const { page, errors } = await open(`/jobs/${job.id}`);
+    await page.locator('#matrix-table-0').waitFor();
+    assert.equal(markItems(await figure(page, '#report-chart'), 'cells', 'rect').length, 2, 'the heatmap has a cell per pair');
+    const rows = await page.locator('#matrix-table-0 tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.deepEqual(rows.map((r) => r[0]), matrix.sources.map((e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`));
+    assert.deepEqual(await page.locator('#matrix-table-0 thead th').allTextContents(), ['from \\ to', ...matrix.destinations.map((e: { agent: string; interface: string }) => `${e.agent}:${e.interface}`)]);
+    // Each cell is the report's mean in Mbit/s; a pair with itself has none.
+    const expected = matrix.cells.map((row: ({ value: { mean: number } } | null)[]) => row.map((c) => (c ? (c.value.mean / 1e6).toFixed(2) : '')));
+    assert.deepEqual(rows.map((r) => r.slice(1)), expected);
+    assert.ok(expected.flat().filter(Boolean).length === 2, 'two measured pairs');
+    assert.equal(await page.locator('#report-table').count(), 0, 'no empty per-flow table for a group');
+    await close(page, errors, 'job-group');
   });
 
   test('the schedules page lists a schedule with its cadence', async () => {

@@ -70,6 +70,11 @@ export function axisTitles(svg: SvgElement): string[] {
   return [...walk(svg)].filter((el) => classes(el).includes('role-axis-title')).flatMap((g) => g.children.map((c) => c.text.trim()));
 }
 
+/** Each axis's tick labels in drawn order, x first (a band axis draws its domain in order). */
+export function axisLabels(svg: SvgElement): string[][] {
+  return [...walk(svg)].filter((el) => el.tag === 'g' && classes(el).includes('role-axis-label')).map((g) => g.children.map((c) => c.text.trim()));
+}
+
 /** The chart's title and subtitle lines. */
 export function chartTitle(svg: SvgElement): { text: string; subtitle: string } {
   const textOf = (role: string) => [...walk(svg)].filter((el) => classes(el).includes(role)).flatMap((g) => g.children.map((c) => c.text.trim() || c.children.map((t) => t.text).join(' '))).join(' ');

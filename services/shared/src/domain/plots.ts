@@ -131,7 +131,10 @@ function matrixChart(job: Job, report: Report): ChartSpec {
       return cell?.value ? [{ source: label(from), destination: label(to), mean: cell.value.mean / y.scale, verdict: cell.verdict }] : [];
     }),
   );
-  const encoding = { x: nominal('destination', 'destination', { sort: null }), y: nominal('source', 'source', { sort: null }) };
+  // Rows and columns in the matrix's own order, every member shown even where it has no cell, so a
+  // mesh's empty diagonal is the diagonal (in the order the data came, columns were shifted by one).
+  const axis = (field: string, members: { agent: string; interface: string }[]) => nominal(field, field, { sort: null, scale: { domain: members.map(label) } });
+  const encoding = { x: axis('destination', m?.destinations ?? []), y: axis('source', m?.sources ?? []) };
   return {
     $schema: SCHEMA,
     ...SIZE,

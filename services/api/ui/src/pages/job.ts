@@ -37,6 +37,25 @@ function reportTable(report: Report): HTMLTableElement {
   return table(['point', 'flow', 'Mbit/s (mean)', '95% interval', 'n', 'retransmits', 'loss'], rows, { id: 'report-table' });
 }
 
+type MatrixCell = Schemas['MatrixCell'];
+const endpoint = (e: { agent: string; interface: string }): string => `${e.agent}:${e.interface}`;
+
+/** A cell as the matrix's text report says it: the pair's mean and its verdict, or why it has none. */
+function cellText(cell: MatrixCell | null, headline: Report['headline']): string {
+  if (!cell) return '';
+  const mean = cell.value?.mean;
+  const figure = mean === undefined || mean === null ? '–' : headline.name === 'bitsPerSecond' ? mbps(mean) : mean.toFixed(1);
+  return cell.verdict === 'measured' ? figure : `${figure} (${cell.verdict}${cell.error ? `: ${cell.error.code}` : ''})`;
+}
+
+/** A group's report: per sweep point, sources down and destinations across, as the heatmap draws them. */
+function matrixTables(report: Report): HTMLElement[] {
+  const unit = report.headline.name === 'bitsPerSecond' ? 'Mbit/s' : report.headline.unit;
+  return (report.matrix ?? []).map((m, i) => h('section', {},
+    h('h3', {}, `Matrix (${unit})${Object.keys(m.point).length ? `, ${pointText(m.point)}` : ''}`),
+    table(['from \\ to', ...m.destinations.map(endpoint)], m.sources.map((source, r) => [endpoint(source), ...m.destinations.map((_, c) => cellText(m.cells[r]?.[c] ?? null, report.headline))]), { id: `matrix-table-${i}`, class: 'matrix' })));
+}
+
 /**
  * One job. While it runs: its status and progress from its event stream, and the current
  * run's intervals as they are taken. When it is done: the API's figure (`report?format=svg`),
@@ -83,7 +102,7 @@ export async function jobPage({ root, args, signal, fail }: PageContext): Promis
   done.replaceChildren(
     h('h2', {}, 'Report'),
     h('figure', { id: 'report-chart' }, inlineSvg(svg)),
-    reportTable(report),
+    ...(report.matrix?.length ? matrixTables(report) : [reportTable(report)]),
     h('h2', {}, 'Downloads'),
     h('p', { id: 'downloads' },
       downloadButton('report (CSV)', `${path}/report?format=csv`, `${id}.csv`, 'text/csv', fail),
