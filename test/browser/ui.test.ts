@@ -204,6 +204,32 @@ describe('/ui in chromium', { skip }, () => {
     await close(page, errors, 'job-group');
   });
 
+  test('the live chart keeps a line per leg of each run in progress, and drops a run once it has ended', async () => {
+    const { page, errors } = await open('/agents');
+    await page.locator('section[data-agent="ui"]').waitFor();
+    // The page's own module, driven with interleaved samples of two parallel runs (a group's round).
+    const lines = await page.evaluate(`(async () => {
+      const { LiveChart } = await import('/ui/js/live-chart.js');
+      const chart = new LiveChart();
+      const seen = [];
+      const count = () => [...chart.element.querySelectorAll('polyline')].map((l) => l.getAttribute('data-run') + '/' + l.getAttribute('data-leg') + ':' + l.getAttribute('points').split(' ').length);
+      for (let i = 1; i <= 3; i++) {
+        chart.add('run-a', 0, { end: i * 0.25, bitsPerSecond: 1e8 }, i * 250);
+        chart.add('run-b', 0, { end: i * 0.25, bitsPerSecond: 2e8 }, i * 250 + 10);
+        chart.add('run-b', 1, { end: i * 0.25, bitsPerSecond: 3e8 }, i * 250 + 20);
+      }
+      seen.push(count());
+      // Run a ended; run c starts 5 s later while b still goes.
+      chart.add('run-b', 0, { end: 4, bitsPerSecond: 2e8 }, 4000);
+      chart.add('run-c', 0, { end: 0.25, bitsPerSecond: 1e8 }, 5000);
+      seen.push(count());
+      return seen;
+    })()`) as string[][];
+    assert.deepEqual(lines[0], ['run-a/0:3', 'run-b/0:3', 'run-b/1:3'], 'interleaved runs keep their own lines');
+    assert.deepEqual(lines[1], ['run-b/0:4', 'run-b/1:3', 'run-c/0:1'], 'a run quiet for 3 s has ended; one still sending stays, all its legs');
+    await close(page, errors, 'agents-live-chart');
+  });
+
   test('the schedules page lists a schedule with its cadence', async () => {
     const created = await niclab.client.call('createSchedule', 'POST', '/v1/schedules', { name: 'nightly-ui', cron: '0 2 * * *', spec: sweep(1) });
     assert.equal(created.status, 201);
