@@ -239,6 +239,20 @@ test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it 
   assert.throws(() => specOf({ mesh: 'rack=a:eth1', from: ['A:eth1'] }), /excludes --from/);
 });
 
+test('niclab run --disjoint A --disjoint B and --star CENTER --star MEMBERS [--star-direction] ask for those groups; one group at a time', () => {
+  const a = { labels: { rack: 'a' }, interface: 'eth1' };
+  const b = { labels: { rack: 'b' }, prefix: '198.18.2.0/24' };
+  assert.deepEqual(specOf({ disjoint: ['rack=a:eth1', 'rack=b:198.18.2.0/24'] }).flows, { shape: 'disjoint', a, b });
+  assert.deepEqual(specOf({ star: ['rack=a:eth1', 'rack=b:198.18.2.0/24'] }).flows, { shape: 'star', center: a, members: b, starDirection: 'both' });
+  assert.deepEqual(specOf({ star: ['rack=a:eth1', 'rack=b:198.18.2.0/24'], 'star-direction': 'to' }).flows, { shape: 'star', center: a, members: b, starDirection: 'to' });
+  assert.throws(() => specOf({ disjoint: ['rack=a:eth1'] }), /--disjoint is given twice: side a, then side b/);
+  assert.throws(() => specOf({ star: ['rack=a:eth1', 'rack=b:eth1', 'rack=c:eth1'] }), /the center, then the members.*got 3/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', star: ['rack=a:eth1', 'rack=b:eth1'] }), /--mesh and --star exclude each other/);
+  assert.throws(() => specOf({ disjoint: ['rack=a:eth1', 'rack=b:eth1'], to: ['B:eth1'] }), /--disjoint excludes --from and --to/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', 'star-direction': 'to' }), /applies to --star only/);
+  assert.throws(() => specOf({ star: ['rack=a:eth1', 'rack=b:eth1'], 'star-direction': 'up' }), /not to, from or both/);
+});
+
 test('disjoint a × b with no member on both sides runs in max(|a|, |b|) rounds, the optimum', () => {
   fc.assert(
     fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), (na, nb) => {
