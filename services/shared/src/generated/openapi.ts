@@ -1001,6 +1001,8 @@ export interface components {
             firings: number;
             /** @description Firings skipped because the previous job was still queued or running. */
             skipped: number;
+            /** @description Firings refused by the owner's policy limits (`maxRunsPerJob` and the rest, checked against the group as it expands at that firing, as a job submitted then would be; not `maxConcurrentJobs`: the skip rule keeps a schedule to one job at a time). Each left a failed job whose error (`over_limit`) says which limit and why; counted in `firings` too. */
+            refused: number;
             lastJobId: null | components["schemas"]["Id"];
             /** Format: date-time */
             lastFiredAt: string | null;
@@ -1052,7 +1054,7 @@ export interface components {
          *     each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "over_limit" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
