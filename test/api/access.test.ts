@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
-import { apiPolicy, loadPolicy, newToken } from '@niclab/api/policy';
+import { apiPolicy, loadPolicy, newToken, OPEN_POLICY, principalNamed } from '@niclab/api/policy';
 import { ConfigError } from '@niclab/shared/runtime/config';
 import { assertResponse } from '../helpers/contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -333,6 +333,13 @@ describe('request limits', () => {
 
 describe('the policy file', () => {
   const refuse = (text: string, pattern: RegExp) => assert.throws(() => loadPolicy(policyFile('bad.yaml', text)), (e: Error) => e instanceof ConfigError && pattern.test(e.message));
+
+  test('a schedule\'s owner is its token as the policy has it now (the limits a firing is held to); a token gone from the policy is no one', () => {
+    const policy = loadPolicy(policyFile('policy.yaml', POLICY));
+    assert.deepEqual(principalNamed(policy, 'meshy'), { name: 'meshy', scope: 'run', limits: { maxDurationSeconds: 30, maxRunsPerJob: 2 } });
+    assert.equal(principalNamed(policy, 'removed'), null);
+    assert.deepEqual(principalNamed(OPEN_POLICY, 'anonymous'), { name: 'anonymous', scope: 'admin', limits: {} });
+  });
 
   test('anything wrong with it refuses the start, naming what', () => {
     refuse('tokens: [{ name: x, sha256: abc, scopes: [read] }]', /policy\.tokens\[0\]\.sha256/);

@@ -152,9 +152,7 @@ export class Schedules {
     const spec: JobRequest = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
     // The owner's limits as the policy has them now, against the group as it expands now.
     const principal = principalNamed(this.policy, owner);
-    const outcome = principal
-      ? await submitJob(this.services, spec, { principal, firing: true })
-      : { spec: spec as JobSpec, limit: 'token', errors: [{ field: 'owner', message: `token ${owner} is no longer in the policy` }] };
+    const outcome = principal ? await submitJob(this.services, spec, { principal, firing: true }) : await this.ownerGone(spec, owner);
     // A spec that no longer runs (an agent gone, a group grown past a limit) still leaves a visible, failed job.
     let job: Job;
     if ('job' in outcome) job = outcome.job;
@@ -164,6 +162,12 @@ export class Schedules {
       log.warn({ jobId: job.id, rule: outcome.limit, errors: outcome.errors }, 'firing refused by the owner\'s limits');
     } else job = await this.failedJob(outcome, owner, { code: 'not_runnable', message: `the schedule's spec cannot run now: ${describe(outcome.errors)}` });
     await this.store.fired(name, job.id);
+  }
+
+  /** A firing whose owner's token the policy no longer has: refused, its spec expanded as a job's would be. */
+  private async ownerGone(spec: JobRequest, owner: string) {
+    const { spec: expanded, expansion } = expandSpec(spec, await this.services.agents.list());
+    return { spec: withDefaults(expanded), expansion, limit: 'token', errors: [{ field: 'owner', message: `token ${owner} is no longer in the policy` }] };
   }
 
   private async failedJob(outcome: { spec: JobSpec; expansion?: Job['expansion'] }, owner: string, error: ErrorInfo) {
