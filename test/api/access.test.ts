@@ -197,6 +197,9 @@ describe('limits', () => {
       assertResponse('getSchedule', schedule);
       assert.ok(schedule.body.refused >= 1, JSON.stringify(schedule.body));
       assert.ok(schedule.body.firings >= schedule.body.refused);
+      const metrics = await as(reader, 'get', '/metrics');
+      const counted = /^niclab_schedule_firings_total\{outcome="refused"\} (\d+)$/m.exec(metrics.text);
+      assert.ok(counted && Number(counted[1]) >= schedule.body.refused, `refused firings on /metrics (the schedule fires on meanwhile): ${counted?.[0]} (schedule: ${schedule.body.refused})`);
     } finally {
       await as(meshy, 'delete', '/v1/schedules/grows');
       for (const agent of members) await agent.stop();

@@ -63,16 +63,16 @@ export class ScheduleStore {
   /** A firing that made a job. */
   async fired(name: string, jobId: string): Promise<void> {
     const key = this.keys.schedule(name);
-    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).exec();
+    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).hincrby(this.keys.statsFirings, 'job', 1).exec();
   }
 
   /** A firing the owner's limits refused (its failed job is recorded by `fired`). */
   async refused(name: string): Promise<void> {
-    await this.redis.hincrby(this.keys.schedule(name), 'refused', 1);
+    await this.redis.multi().hincrby(this.keys.schedule(name), 'refused', 1).hincrby(this.keys.statsFirings, 'refused', 1).exec();
   }
 
   /** A firing skipped because the previous job was still at work. */
   async skipped(name: string): Promise<void> {
-    await this.redis.hincrby(this.keys.schedule(name), 'skipped', 1);
+    await this.redis.multi().hincrby(this.keys.schedule(name), 'skipped', 1).hincrby(this.keys.statsFirings, 'skipped', 1).exec();
   }
 }
