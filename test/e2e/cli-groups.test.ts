@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { AgentRegistry, type AgentRecord } from '@niclab/shared/stores/agent-registry';
+import { Keys } from '@niclab/shared/stores/keys';
+import { createRedis } from '@niclab/shared/runtime/redis';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { runNiclab } from '../helpers/processes.js';
+import { runNiclab, spawnNiclab, waitFor } from '../helpers/processes.js';
 
 /**
  * `niclab run --mesh|--disjoint|--star` as a user runs them, against the built API and three
@@ -64,4 +67,33 @@ test('niclab run --disjoint A --disjoint B and schedules create --star CENTER --
   const usage = await niclabCli('run', '--mesh', 'rack=a:lo', '--star', 'rack=a:lo', '--star', 'rack=a:lo');
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /--mesh and --star exclude each other/);
+});
+
+test('a star with one member that never answers: --wait prints the matrix with that pair FAILED and why, says how many pairs failed, exits 2', async () => {
+  // The center: an agent of its own label. The failing member: registered and heartbeating, but nothing takes its tasks.
+  const hub = spawnNiclab(['agent', '--id', 'hub'], { ...niclab.env, NICLAB_AGENT_LABELS: 'role=hub' });
+  const redis = createRedis(niclab.redis.url, { name: 'test-ghost' });
+  const registry = new AgentRegistry(redis, new Keys(niclab.env.NICLAB_PREFIX!));
+  const { online: _online, lastSeen: _lastSeen, ...m1 } = (await registry.get('m1'))!;
+  const ghost: AgentRecord = { ...m1, id: 'ghost' };
+  const beat = () => void registry.heartbeat(ghost).catch(() => undefined);
+  beat();
+  const timer = setInterval(beat, 500);
+  try {
+    await waitFor('agent hub online', async () => (await niclab.client.call('getAgent', 'GET', '/v1/agents/hub')).body.online === true, 20_000);
+    const { code, stdout, stderr } = await niclabCli('run', '--star', 'role=hub:lo', '--star', 'rack=a:lo', '--star-direction', 'to', '-t', '0.5', '--wait');
+    assert.equal(code, 2, `${stderr}\n${stdout}`);
+    assert.match(stdout, /^star matrix: 4 pairs in 4 rounds, rows from, columns to$/m);
+    const failed = /^ghost:lo\s+(FAILED \S+)$/m.exec(stdout);
+    assert.ok(failed, stdout);
+    for (const member of ['m1', 'm2', 'm3']) assert.match(stdout, new RegExp(`^${member}:lo\\s+[\\d.]+`, 'm'));
+    assert.match(stdout, /^pairs measured: 3 of 4; 1 failed$/m);
+    assert.match(stdout, new RegExp(`^failed pair ghost:lo -> hub:lo: ${failed[1]!.split(' ')[1]}: `, 'm'));
+    assert.match(stderr, /^job [0-9a-f]+: 1 of 4 pairs failed$/m);
+  } finally {
+    clearInterval(timer);
+    await registry.deregister(ghost);
+    redis.disconnect();
+    await hub.stop();
+  }
 });
