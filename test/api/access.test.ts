@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
-import { apiPolicy, loadPolicy, newToken } from '@niclab/api/policy';
+import { apiPolicy, loadPolicy, newToken, OPEN_POLICY, principalNamed } from '@niclab/api/policy';
 import { ConfigError } from '@niclab/shared/runtime/config';
 import { assertResponse } from '../helpers/contract.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -18,6 +18,7 @@ const other = newToken();
 const admin = newToken();
 const limited = newToken();
 const racer = newToken();
+const meshy = newToken();
 /** Spend requests on the rate-limit test only, so it knows each one's count from the first request. */
 const floods = [newToken(), newToken()];
 const REQUESTS_PER_MINUTE = 400;
@@ -47,6 +48,7 @@ tokens:
     scopes: [run]
     limits: { maxDurationSeconds: 5, maxStreams: 2, maxUdpBitsPerSecond: 10000000, maxRunsPerJob: 4, maxConcurrentJobs: 2, agentLabels: { rack: r1 }, interfaces: [lo] }
   - { name: racer, sha256: ${racer.sha256}, scopes: [run], limits: { maxConcurrentJobs: 3 } }
+  - { name: meshy, sha256: ${meshy.sha256}, scopes: [run], limits: { maxRunsPerJob: 2 } }
   - { name: flood1, sha256: ${floods[0]!.sha256}, scopes: [read] }
   - { name: flood2, sha256: ${floods[1]!.sha256}, scopes: [read] }
 `;
@@ -156,6 +158,53 @@ describe('limits', () => {
       assert.equal(res.body.errors[0].field, field);
     });
   }
+
+  test('a schedule\'s firing checks its owner\'s limits against the group as it expands then: grown past maxRunsPerJob, the firing is a failed job that says why, counted in refused', async () => {
+    const members: AgentService[] = [];
+    const join = async (id: string) => {
+      const agent = new AgentService({ ...stack.config, agentId: id, agentLabels: { mesh: 'x' } }, silentLog);
+      await agent.start();
+      members.push(agent);
+    };
+    stack.services.schedules.start(silentLog);
+    try {
+      await join('m1');
+      await join('m2');
+      const group = { shape: 'mesh', members: { labels: { mesh: 'x' }, interface: 'lo' } };
+      const created = await as(meshy, 'post', '/v1/schedules').send({ name: 'grows', everySeconds: 1, spec: spec({ flows: group }) });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      await join('m3');
+      // No coordinator here: a firing that was accepted stays queued, and the schedule skips while it is; cancel those.
+      const deadline = Date.now() + 30_000;
+      type Fired = { id: string; status: string; error: { code: string; message: string } | null; spec: { flows: unknown[]; labels?: Record<string, string> } };
+      let refused: Fired | undefined;
+      while (!refused) {
+        assert.ok(Date.now() < deadline, 'no firing was refused');
+        const { body } = await as(meshy, 'get', '/v1/jobs?limit=50');
+        const fired = (body.items as Fired[]).filter((j) => j.spec.labels?.schedule === 'grows');
+        for (const job of fired.filter((j) => j.status === 'queued')) {
+          assert.equal(job.spec.flows.length, 2, 'a firing with m1 and m2 only is accepted');
+          await as(meshy, 'delete', `/v1/jobs/${job.id}`);
+        }
+        refused = fired.find((j) => j.status === 'failed');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(refused.error?.code, 'over_limit');
+      assert.match(refused.error!.message, /maxRunsPerJob/);
+      assert.match(refused.error!.message, /body\.flows its group expands to 6 pairs, the job makes up to 6 runs; the limit is 2/);
+      assert.equal(refused.spec.flows.length, 6, 'the failed job shows the expansion it refused');
+      const schedule = await as(meshy, 'get', '/v1/schedules/grows');
+      assertResponse('getSchedule', schedule);
+      assert.ok(schedule.body.refused >= 1, JSON.stringify(schedule.body));
+      assert.ok(schedule.body.firings >= schedule.body.refused);
+      const metrics = await as(reader, 'get', '/metrics');
+      const counted = /^niclab_schedule_firings_total\{outcome="refused"\} (\d+)$/m.exec(metrics.text);
+      assert.ok(counted && Number(counted[1]) >= schedule.body.refused, `refused firings on /metrics (the schedule fires on meanwhile): ${counted?.[0]} (schedule: ${schedule.body.refused})`);
+    } finally {
+      await as(meshy, 'delete', '/v1/schedules/grows');
+      for (const agent of members) await agent.stop();
+    }
+  });
 
   test('the policy-wide limit applies to tokens without their own', async () => {
     const res = await as(runner, 'post', '/v1/jobs').send(spec({ duration: 31 }));
@@ -287,6 +336,13 @@ describe('request limits', () => {
 
 describe('the policy file', () => {
   const refuse = (text: string, pattern: RegExp) => assert.throws(() => loadPolicy(policyFile('bad.yaml', text)), (e: Error) => e instanceof ConfigError && pattern.test(e.message));
+
+  test('a schedule\'s owner is its token as the policy has it now (the limits a firing is held to); a token gone from the policy is no one', () => {
+    const policy = loadPolicy(policyFile('policy.yaml', POLICY));
+    assert.deepEqual(principalNamed(policy, 'meshy'), { name: 'meshy', scope: 'run', limits: { maxDurationSeconds: 30, maxRunsPerJob: 2 } });
+    assert.equal(principalNamed(policy, 'removed'), null);
+    assert.deepEqual(principalNamed(OPEN_POLICY, 'anonymous'), { name: 'anonymous', scope: 'admin', limits: {} });
+  });
 
   test('anything wrong with it refuses the start, naming what', () => {
     refuse('tokens: [{ name: x, sha256: abc, scopes: [read] }]', /policy\.tokens\[0\]\.sha256/);

@@ -90,6 +90,7 @@ describe('groups', () => {
     assert.equal(res.body.progress.runsTotal, 12);
     assert.equal(res.body.expansion.rounds.length, 6);
     const job = await finished(res.body.id);
+    assert.deepEqual(job.pairs?.failures, [], 'every pair measured');
     assert.equal(job.status, 'succeeded', JSON.stringify(job.runs.map((r) => [r.index, r.startedAt, r.finishedAt, r.flows[0]?.from.agent, r.flows[0]?.to.agent, r.error?.message])));
     const pairs = job.runs.map((r) => `${r.flows[0]!.from.agent}>${r.flows[0]!.to.agent}`);
     assert.equal(new Set(pairs).size, 12, `every pair once: ${pairs.join(' ')}`);
@@ -113,7 +114,8 @@ describe('groups', () => {
     );
     const table = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=table`);
     assert.match(table.text, /mesh matrix: 12 pairs in 6 rounds/);
-    assert.match(table.text, /a4:lo\s+[\d.?]+\s+[\d.?]+\s+[\d.?]+\s+-/);
+    // Each cell: the figure, then the bottleneck its run gave ('3187.36 [none]').
+    assert.match(table.text, /^a4:lo\s+([\d.?]+(?: \[[a-zA-Z ]+\])?\s+){3}-$/m);
     // Each run's flow names its pair in the job's flows (a run measures spec.flows[pair], not flow 0).
     for (const run of job.runs) {
       const flow = run.flows[0]!;
@@ -144,6 +146,54 @@ describe('groups', () => {
     const compared = await request(stack.app).get(`/v1/compare?baseline=${job.id}&candidate=${job.id}`);
     assert.equal(compared.status, 422);
     assert.deepEqual(compared.body.errors.map((e: { field: string }) => e.field), ['query.baseline', 'query.candidate']);
+  });
+
+  test('a pair that fails does not fail the job: the job succeeds with the failed pair listed and why, its matrix cell and heatmap cell say so', async () => {
+    await startAgent('c1', 'c');
+    // An agent that is registered and online, but nothing takes its tasks: its runs end at their deadline.
+    const { agents: registry } = stack.services;
+    const ghost = { ...(await registry.get('c1'))!, id: 'ghost' };
+    const beat = () => void registry.heartbeat({ ...ghost, online: undefined, lastSeen: undefined } as never).catch(() => undefined);
+    beat();
+    const timer = setInterval(beat, 500);
+    try {
+      const star = { shape: 'star', starDirection: 'to', center: { labels: { rack: 'b' }, interface: 'lo' }, members: { labels: { rack: 'c' }, interface: 'lo' } };
+      const submitted = await post('/v1/jobs', spec({ flows: star }));
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      const job = await finished(submitted.body.id, 90_000);
+      assertResponse('getJob', await request(stack.app).get(`/v1/jobs/${job.id}`));
+      assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+      assert.equal(job.error, null);
+      assert.deepEqual({ ...job.pairs, failures: undefined }, { total: 2, measured: 1, failed: 1, failures: undefined });
+      const [failure] = job.pairs!.failures;
+      assert.equal(failure!.from.agent, 'ghost');
+      assert.ok(failure!.error.code && failure!.error.message, JSON.stringify(failure));
+      const report = await request(stack.app).get(`/v1/jobs/${job.id}/report`);
+      assertResponse('getReport', report);
+      const [matrix] = report.body.matrix;
+      const row = matrix.sources.findIndex((e: { agent: string }) => e.agent === 'ghost');
+      assert.equal(matrix.cells[row][0].verdict, 'failed');
+      assert.equal(matrix.cells[row][0].error.code, failure!.error.code);
+      assert.ok(matrix.cells[1 - row][0].value.mean > 0, 'the other pair keeps its figure');
+      const table = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=table`);
+      assert.match(table.text, new RegExp(`ghost:lo\\s+FAILED ${failure!.error.code}`));
+      assert.match(table.text, /pairs measured: 1 of 2; 1 failed/);
+      const svg = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`).buffer(true).parse((res, done) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => done(null, text));
+      });
+      const drawn = parseSvg(svg.body as string);
+      const failed = markItems(drawn, 'failures', 'rect');
+      assert.equal(failed.length, 1, JSON.stringify(failed));
+      assert.equal(failed[0]!.source, 'ghost:lo');
+      assert.match(failed[0]!.error!, new RegExp(`^${failure!.error.code}: `));
+      assert.equal(markItems(drawn, 'cells', 'rect').length, 1);
+    } finally {
+      clearInterval(timer);
+      await registry.deregister({ ...ghost } as never);
+      await stopAgent('c1');
+    }
   });
 
   test('a schedule expands its group at each firing: a host that joins is in the next one, a stopped member is skipped and the rest run', async () => {

@@ -166,3 +166,24 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   assert.match(chartTitle(svg).text, /A:eth1 -> B:eth1/);
   assert.match(chartTitle(svg).subtitle, /engine builtin vs iperf3/);
 });
+
+test('a group matrix: a coloured cell per measured pair whose label names its loss and bottleneck, a grey FAILED cell naming the error', async () => {
+  const job = jobOf('matrix-job', { protocol: 'udp', group: { shape: 'mesh', members: { labels: {}, interface: 'eth1' } }, flows: [{ from: A, to: B }, { from: B, to: A }] } as Partial<JobSpec>);
+  const cell = (mean: number | null, extra: Record<string, unknown>) => ({ value: mean === null ? null : summary(mean, 0, 1), verdict: mean === null ? 'failed' : 'measured', runs: { succeeded: mean === null ? 0 : 1, failed: mean === null ? 1 : 0 }, error: null, lossRatio: null, bottleneck: null, ...extra });
+  const matrix = {
+    point: {}, sources: [A, B], destinations: [A, B],
+    cells: [
+      [null, cell(500e6, { lossRatio: 0.0125, bottleneck: { verdict: 'receiver socket buffer', reason: 'r', confident: true, runs: 1 } })],
+      [cell(null, { error: { code: 'peer_unavailable', message: 'no receiver on A' } }), null],
+    ],
+  } as unknown as NonNullable<Report['matrix']>[number];
+  const r = report([], [], { matrix: [matrix] });
+  assert.equal(reportChartKind(r), 'matrix');
+  const svg = await draw(reportChart(job, [], r));
+  const cells = markItems(svg, 'cells', 'rect');
+  assert.equal(cells.length, 1);
+  assert.deepEqual([cells[0]!.source, cells[0]!.destination, num(cells[0]!['throughput (Mbit/s)']), cells[0]!.loss, cells[0]!.bottleneck], ['A:eth1', 'B:eth1', 500, '1.25%', 'receiver socket buffer']);
+  const failed = markItems(svg, 'failures', 'rect');
+  assert.deepEqual(failed.map((f) => [f.source, f.destination, f.verdict, f.error]), [['B:eth1', 'A:eth1', 'failed', 'peer_unavailable: no receiver on A']]);
+  assert.deepEqual(texts(svg, 'values').sort(), ['500.0', 'FAILED']);
+});

@@ -7,6 +7,7 @@ import { maxDegree, planRounds } from '@niclab/shared/domain/rounds';
 import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 import { runSpec } from '@niclab/shared/domain/plan';
+import { pairOutcome } from '@niclab/shared/domain/pair-outcome';
 import { specOf } from '@niclab/cli/client/spec';
 
 /**
@@ -134,7 +135,7 @@ function runOf(spec: JobSpec, index: number, pair: number, bitsPerSecond: number
   return {
     id: `r${index}`, jobId: 'j', index, point: {}, repetition: 1, status: bitsPerSecond === null ? 'failed' : 'succeeded', startedAt: null, finishedAt: null,
     error: bitsPerSecond === null ? { code: 'peer_unavailable', message: 'no receiver' } : null,
-    flows: [{ flowIndex: 0, direction: 'forward', from: flow.from, to: flow.to, bitsPerSecond: bitsPerSecond ?? 0, pathVerified: true } as Run['flows'][number]],
+    flows: [{ flowIndex: pair, direction: 'forward', from: flow.from, to: flow.to, bitsPerSecond: bitsPerSecond ?? 0, pathVerified: true } as Run['flows'][number]],
   };
 }
 
@@ -166,11 +167,90 @@ test('the campaign gives the rounds one after the other, all of a round at once;
   assert.match(table, /skipped a9:eth1 \(offline\)/);
 });
 
+test('a failed pair does not fail the job: the others keep their figures, the job lists the failed pair and why; no pair measured fails it', () => {
+  const agents = ['a1', 'a2', 'a3'].map((id) => agent(id, { rack: 'a' }));
+  const { spec, expansion } = expandSpec(request({ repeat: 2 }), agents);
+  const strategy = strategyFor(spec);
+  const bad = spec.flows.findIndex((p) => key(p) === 'a2:eth1>a3:eth1');
+  // a2 -> a3 fails both times; a1 -> a2 fails its first repetition and succeeds its second (measured).
+  const flaky = spec.flows.findIndex((p) => key(p) === 'a1:eth1>a2:eth1');
+  const finished = new Map<number, Run>();
+  for (let round = strategy.nextRound!(finished); round.length > 0; round = strategy.nextRound!(finished)) {
+    for (const plan of round) {
+      const fails = plan.pair === bad || (plan.pair === flaky && plan.repetition === 1);
+      finished.set(plan.index, { ...runOf(spec, plan.index, plan.pair!, fails ? null : 9e8), repetition: plan.repetition });
+    }
+  }
+  assert.equal(finished.size, 12);
+  assert.equal(strategy.outcome(finished), null, 'five of six pairs measured: the job succeeds');
+  const pairs = pairOutcome(spec, finished.values());
+  assert.deepEqual({ total: pairs.total, measured: pairs.measured, failed: pairs.failed }, { total: 6, measured: 5, failed: 1 });
+  assert.deepEqual(pairs.failures.map((f) => [f.pair, `${f.from.agent}>${f.to.agent}`, f.error.code]), [[bad, 'a2>a3', 'peer_unavailable']]);
+  const job = { id: 'j', status: 'succeeded', spec, expansion, pairs } as Job;
+  const report = buildReport(job, [...finished.values()]);
+  const cells = report.matrix![0]!.cells;
+  assert.equal(cells[1]![2]!.verdict, 'failed');
+  assert.equal(cells[1]![2]!.error?.code, 'peer_unavailable');
+  assert.deepEqual(cells[0]![1]!.runs, { succeeded: 1, failed: 1 });
+  assert.equal(cells[0]![1]!.value!.mean, 9e8, 'the flaky pair keeps its succeeded run');
+  const table = reportTable(job, [...finished.values()], report);
+  assert.match(table, /a2:eth1\s+\S+\s+-\s+FAILED peer_unavailable/);
+  assert.match(table, /pairs measured: 5 of 6; 1 failed/);
+  assert.match(table, /failed pair a2:eth1 -> a3:eth1: peer_unavailable: no receiver/);
+
+  const allFailed = new Map([...finished].map(([i, run]) => [i, { ...run, status: 'failed' as const, error: { code: 'agent_offline' as const, message: 'agent a1 is offline' } }]));
+  const error = strategy.outcome(allFailed);
+  assert.equal(error?.code, 'agent_offline', 'no pair measured: the job fails with their common reason');
+  assert.match(error!.message, /all 6 pairs failed/);
+});
+
+test('a matrix cell carries the UDP loss (mean over succeeded runs) and the bottleneck most runs gave, in JSON and text', () => {
+  const agents = ['a1', 'a2'].map((id) => agent(id, { rack: 'a' }));
+  const { spec, expansion } = expandSpec(request({ protocol: 'udp', repeat: 3, udp: { packetSize: 1400, rate: { packetsPerSecond: 1000 } } }), agents);
+  const bottleneck = (verdict: 'link' | 'receiver socket buffer') => ({ verdict, reason: `${verdict} reason`, evidence: {}, confident: true });
+  const runs: Run[] = [];
+  let index = 0;
+  for (const [pair] of spec.flows.entries()) {
+    const perRep = pair === 0 ? [[0.01, 'receiver socket buffer'], [0.03, 'receiver socket buffer'], [0.05, 'link']] as const : [[0, 'link'], [0, 'link'], [0, 'link']] as const;
+    for (const [rep, [lossRatio, verdict]] of perRep.entries()) {
+      const run = runOf(spec, index++, pair, 1e8);
+      run.repetition = rep + 1;
+      Object.assign(run.flows[0]!, { udp: { sent: 1000, received: 1000 * (1 - lossRatio), lost: 1000 * lossRatio, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, lossRatio }, bottleneck: bottleneck(verdict) });
+      runs.push(run);
+    }
+  }
+  const job = { id: 'j', status: 'succeeded', spec, expansion } as Job;
+  const report = buildReport(job, runs);
+  const lossy = report.matrix![0]!.cells[spec.flows[0]!.from.agent === 'a1' ? 0 : 1]![spec.flows[0]!.from.agent === 'a1' ? 1 : 0]!;
+  assert.ok(Math.abs(lossy.lossRatio! - 0.03) < 1e-12, `mean loss ${lossy.lossRatio}`);
+  assert.deepEqual(lossy.bottleneck, { verdict: 'receiver socket buffer', reason: 'receiver socket buffer reason', confident: true, runs: 2 });
+  const table = reportTable(job, runs, report);
+  assert.match(table, /100\.00 3\.00% \[receiver socket buffer\]/);
+  assert.match(table, /100\.00 0\.00% \[link\]/);
+  const tcp = buildReport({ ...job, spec: { ...spec, protocol: 'tcp' } } as Job, runs.map((r) => ({ ...r, flows: [{ ...r.flows[0]!, udp: null, bottleneck: null }] })));
+  assert.equal(tcp.matrix![0]!.cells[0]![1]!.lossRatio, null);
+  assert.equal(tcp.matrix![0]!.cells[0]![1]!.bottleneck, null);
+});
+
 test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it excludes --from/--to', () => {
   assert.deepEqual(specOf({ mesh: 'rack=a,role=lab:eth1', t: '5' }).flows, { shape: 'mesh', members: { labels: { rack: 'a', role: 'lab' }, interface: 'eth1' } });
   assert.deepEqual(specOf({ mesh: 'rack=b:198.18.1.0/24' }).flows, { shape: 'mesh', members: { labels: { rack: 'b' }, prefix: '198.18.1.0/24' } });
   assert.throws(() => specOf({ mesh: 'rack=a', t: '5' }), /LABELS:INTERFACE/);
   assert.throws(() => specOf({ mesh: 'rack=a:eth1', from: ['A:eth1'] }), /excludes --from/);
+});
+
+test('niclab run --disjoint A --disjoint B and --star CENTER --star MEMBERS [--star-direction] ask for those groups; one group at a time', () => {
+  const a = { labels: { rack: 'a' }, interface: 'eth1' };
+  const b = { labels: { rack: 'b' }, prefix: '198.18.2.0/24' };
+  assert.deepEqual(specOf({ disjoint: ['rack=a:eth1', 'rack=b:198.18.2.0/24'] }).flows, { shape: 'disjoint', a, b });
+  assert.deepEqual(specOf({ star: ['rack=a:eth1', 'rack=b:198.18.2.0/24'] }).flows, { shape: 'star', center: a, members: b, starDirection: 'both' });
+  assert.deepEqual(specOf({ star: ['rack=a:eth1', 'rack=b:198.18.2.0/24'], 'star-direction': 'to' }).flows, { shape: 'star', center: a, members: b, starDirection: 'to' });
+  assert.throws(() => specOf({ disjoint: ['rack=a:eth1'] }), /--disjoint is given twice: side a, then side b/);
+  assert.throws(() => specOf({ star: ['rack=a:eth1', 'rack=b:eth1', 'rack=c:eth1'] }), /the center, then the members.*got 3/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', star: ['rack=a:eth1', 'rack=b:eth1'] }), /--mesh and --star exclude each other/);
+  assert.throws(() => specOf({ disjoint: ['rack=a:eth1', 'rack=b:eth1'], to: ['B:eth1'] }), /--disjoint excludes --from and --to/);
+  assert.throws(() => specOf({ mesh: 'rack=a:eth1', 'star-direction': 'to' }), /applies to --star only/);
+  assert.throws(() => specOf({ star: ['rack=a:eth1', 'rack=b:eth1'], 'star-direction': 'up' }), /not to, from or both/);
 });
 
 test('disjoint a × b with no member on both sides runs in max(|a|, |b|) rounds, the optimum', () => {

@@ -27,7 +27,8 @@ export async function startNiclab(agentIds: string[], extraEnv: Record<string, s
     await redis.stop();
   };
   try {
-    await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+    // The API compiles the contract's validators as it starts: beside several agents starting on a loaded 2-core machine that took 17 s.
+    await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false, 45_000);
     for (const id of agentIds) await waitFor(`agent ${id} to be online`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
   } catch (error) {
     await stop();

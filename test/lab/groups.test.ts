@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { labAddHost } from '@niclab/cli/lab/lab';
 import { NOT_ROOT, startTestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
+import { DEPLOY, startPrometheus } from '../helpers/prometheus.js';
 
 /**
  * Groups on a real lab: 6 hosts in two racks (`niclab lab up --labels`), each agent on its own
  * eth1 in its own namespace. A mesh over rack a (3 hosts, 6 pairs) and a disjoint a × b (9
  * pairs): every pair measured once, no two runs on one interface at the same time (from the
  * runs' own start and end), the job within 1.3 × rounds × the mean run's time plus setup. A
- * member stopped before a submission is skipped and the rest run.
+ * member stopped before a submission is skipped and the rest run. A schedule over rack a: a
+ * 7th host added with the label between two firings (`niclab lab add`) is in the second, a
+ * member stopped before the third is skipped there, and the fleet dashboard's matrix query,
+ * on a real Prometheus scraping the API, has a cell for every pair measured.
  */
 
 const SETUP_SECONDS = 5;
@@ -59,6 +66,84 @@ describe('groups on a lab of two racks', { skip: NOT_ROOT }, () => {
       assert.deepEqual(after.expansion.skipped.map((s: { agent: string; reason: string }) => `${s.agent} ${s.reason}`), ['C offline']);
       ctx.diagnostic(`after C stopped: ${checkJob(after, 2)}`);
     } finally {
+      await t.close();
+    }
+  });
+});
+
+/** The fleet dashboard's source × destination throughput query, as the dashboard has it, for every engine. */
+function fleetMatrixQuery(): string {
+  const dashboard = JSON.parse(readFileSync(join(DEPLOY, 'grafana/dashboards/fleet-overview.json'), 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
+  const panel = dashboard.panels.find((p) => /source \(rows\) x destination/.test(p.title));
+  assert.ok(panel?.targets?.[0], 'the fleet dashboard has its matrix panel');
+  return panel.targets[0].expr.replace(/\$engine/g, '.*');
+}
+
+describe('a schedule over a lab fleet', { skip: NOT_ROOT }, () => {
+  test('a host added with the label between two firings is in the second; a member stopped before a firing is skipped there; Prometheus has every measured pair', async (ctx) => {
+    const t = await startTestLab(6, '1gbit', 'A,B,C:rack=a;D,E,F:rack=b');
+    const prometheus = await startPrometheus(t.env.NICLAB_PORT!);
+    try {
+      const EVERY = 30;
+      const created = await t.client.call('createSchedule', 'POST', '/v1/schedules', { name: 'fleet', everySeconds: EVERY, spec: { engine: 'builtin', protocol: 'tcp', duration: 1, flows: { shape: 'mesh', members: { labels: { rack: 'a' }, interface: 'eth1' } } } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const firing = async (n: number) => {
+        let id: string | undefined;
+        await waitFor(`firing ${n + 1}`, async () => {
+          const { body } = await t.client.call('listJobs', 'GET', '/v1/jobs?limit=20');
+          id = (body.items as { id: string; spec: { labels?: Record<string, string> } }[]).filter((j) => j.spec.labels?.schedule === 'fleet').reverse()[n]?.id;
+          return id !== undefined;
+        }, (n + 2) * EVERY * 1000);
+        const { job } = await t.client.finish(id!, 120_000);
+        return job;
+      };
+      const agentsOf = (job: { spec: { flows: { from: { agent: string } }[] } }) => [...new Set(job.spec.flows.map((f) => f.from.agent))].sort();
+
+      const first = await firing(0);
+      assert.deepEqual(agentsOf(first), ['A', 'B', 'C']);
+      ctx.diagnostic(`firing 1: ${checkJob(first, 6)}`);
+
+      const g = await labAddHost(t.dataDir, t.lab.name, { rate: '1gbit', labels: 'rack=a', heartbeatSeconds: 1, logLevel: 'warn' });
+      assert.equal(g.name, 'G', 'the 7th host');
+      await waitFor('agent G online', async () => (await t.client.call('getAgent', 'GET', '/v1/agents/G')).body.online === true, 20_000);
+      const joinedAt = Date.now();
+      const second = await firing(1);
+      assert.ok(Date.parse(second.createdAt) > joinedAt, 'the second firing came after G joined');
+      assert.deepEqual(agentsOf(second), ['A', 'B', 'C', 'G']);
+      assert.equal(second.expansion.rounds.length, 6, 'a mesh of 4: 2(N-1) rounds');
+      ctx.diagnostic(`firing 2 (G joined): ${checkJob(second, 12)}`);
+
+      const c = t.lab.hosts.find((h) => h.name === 'C')!;
+      process.kill(c.agentPid!, 'SIGTERM');
+      await waitFor('agent C offline', async () => !(await t.client.call('getAgent', 'GET', '/v1/agents/C')).body.online, 10_000);
+      const stoppedAt = Date.now();
+      const third = await firing(2);
+      assert.ok(Date.parse(third.createdAt) > stoppedAt, 'the third firing came after C stopped');
+      assert.deepEqual(third.expansion.skipped.map((s: { agent: string; reason: string }) => `${s.agent} ${s.reason}`), ['C offline']);
+      assert.deepEqual(agentsOf(third), ['A', 'B', 'G']);
+      ctx.diagnostic(`firing 3 (C stopped): ${checkJob(third, 6)}`);
+
+      // Every pair measured in the three firings (A, B, C, G's mesh: 12) is a cell of the dashboard's matrix.
+      const measured = new Set([first, second, third].flatMap((job) => job.runs.map((r: Run) => `${r.flows[0]!.from.agent}:eth1 ${r.flows[0]!.to.agent}:eth1`)));
+      assert.equal(measured.size, 12);
+      // Each cell is to be the pair's latest figure: the last firing that measured it.
+      const latest = new Map<string, number>();
+      for (const job of [first, second, third]) for (const r of job.runs as Run[]) latest.set(`${r.flows[0]!.from.agent}:eth1 ${r.flows[0]!.to.agent}:eth1`, r.flows[0]!.bitsPerSecond);
+      const expr = fleetMatrixQuery();
+      let cells = new Map<string, number>();
+      // Scraped every second: the third firing's figures arrive at the next scrape.
+      await waitFor('every measured pair in the fleet matrix at its latest figure', async () => {
+        const reply = await prometheus.query(expr);
+        assert.equal(reply.status, 'success', reply.error);
+        cells = new Map((reply.data!.result as { metric: { src: string; dst: string }; value: [number, string] }[]).map((r) => [`${r.metric.src} ${r.metric.dst}`, Number(r.value[1])]));
+        return [...latest].every(([pair, value]) => cells.get(pair) === value);
+      }, 30_000).catch(() => undefined);
+      assert.deepEqual([...cells.keys()].sort(), [...measured].sort(), 'a cell for each measured pair, and no other');
+      for (const [pair, value] of latest) assert.equal(cells.get(pair), value, pair);
+      ctx.diagnostic(`prometheus fleet matrix: ${cells.size} cells for ${measured.size} measured pairs`);
+    } finally {
+      await t.client.call('deleteSchedule', 'DELETE', '/v1/schedules/fleet').catch(() => undefined);
+      await prometheus.stop();
       await t.close();
     }
   });

@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { command } from '@niclab/shared/runtime/command';
 import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
-import { freePort } from '../helpers/redis.js';
+import { DEPLOY, RULES, startPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 
-const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
-const RULES = join(DEPLOY, 'prometheus/rules/niclab.yml');
 const DASHBOARDS = join(DEPLOY, 'grafana/dashboards');
 
 interface Rule { record?: string; alert?: string; expr: string }
@@ -117,28 +113,13 @@ describe('deploy/grafana: dashboards Grafana can load', () => {
 
 describe('a real Prometheus scraping niclab after real jobs: every expression returns data', { skip: NOT_ROOT }, () => {
   let t: TestLab;
-  let prometheus: ChildProcess | undefined;
-  let dir: string;
-  let base: string;
-
-  const query = async (expr: string) => {
-    const res = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr })}`);
-    return (await res.json()) as { status: string; error?: string; data?: { result: unknown[] } };
-  };
+  let prometheus: TestPrometheus | undefined;
+  const query = (expr: string) => prometheus!.query(expr);
 
   before(async () => {
     t = await startTestLab(2, 'none');
-    dir = mkdtempSync(join(tmpdir(), 'niclab-prom-'));
     // The shipped configuration, pointed at this test's API and scraping every second.
-    const config = parse(readFileSync(join(DEPLOY, 'prometheus/prometheus.yml'), 'utf8')) as any;
-    config.global = { scrape_interval: '1s', evaluation_interval: '1s' };
-    config.rule_files = [RULES];
-    config.scrape_configs[0].static_configs = [{ targets: [`127.0.0.1:${t.env.NICLAB_PORT}`] }];
-    writeFileSync(join(dir, 'prometheus.yml'), stringify(config));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    prometheus = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
-    await waitFor('Prometheus ready', async () => (await fetch(`${base}/-/ready`).catch(() => null))?.ok ?? false, 30_000);
+    prometheus = await startPrometheus(t.env.NICLAB_PORT!);
     // Jobs run while Prometheus watches, so the annotation query sees runs end. One of each
     // kind of result on A -> B: TCP (both engines), UDP, request/response; one with a schedule.
     for (const spec of [
@@ -164,12 +145,8 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
   });
 
   after(async () => {
-    if (prometheus?.pid && prometheus.exitCode === null) {
-      prometheus.kill('SIGTERM');
-      await new Promise((r) => prometheus!.once('exit', r));
-    }
+    await prometheus?.stop();
     await t?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test('the niclab target is up', async () => {

@@ -24,6 +24,7 @@ export interface Snapshot {
   agents: Agent[];
   jobs: Record<string, number>;
   runs: Record<string, number>;
+  firings: Record<string, number>;
   jobsByStatus: Record<string, number>;
   queue: Record<string, number>;
   leasesHeld: number;
@@ -96,6 +97,10 @@ export const FLEET_FAMILIES: Family[] = [
   // Outcomes and the queue.
   { name: 'niclab_runs_total', help: 'Runs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.runs) },
   { name: 'niclab_jobs_total', help: 'Jobs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.jobs) },
+  {
+    name: 'niclab_schedule_firings_total', help: "Schedules' firings: job (a job was made), skipped (the previous one still at work), refused (the owner's policy limits refused the firing's expansion; its failed job says why).", type: 'counter',
+    samples: (s) => ['job', 'skipped', 'refused'].map((outcome) => ({ labels: { outcome }, value: s.firings[outcome] ?? 0 })),
+  },
   { name: 'niclab_jobs', help: 'Jobs by status now.', type: 'gauge', samples: (s) => Object.entries(s.jobsByStatus).map(([status, value]) => ({ labels: { status }, value })) },
   { name: 'niclab_queue_jobs', help: 'BullMQ jobs in the coordinators\' queue, by state.', type: 'gauge', samples: (s) => Object.entries(s.queue).map(([state, value]) => ({ labels: { state }, value })) },
   ...(Object.keys(HISTOGRAMS) as HistogramName[]).map((name) => histogram(name, HISTOGRAM_HELP[name])),

@@ -53,13 +53,13 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // Three round trips, whatever the fleet: the agents' ids, then their records (with everything
   // else beside them), then their leases.
   const read = async (): Promise<Snapshot> => {
-    const [rawLinks, searches, agentList, jobs, runs, queue, jobsByStatus, histograms] = await Promise.all([
-      metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), jobsQueue.getJobCounts(...QUEUE_STATES),
+    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms] = await Promise.all([
+      metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), metricStore.counts('firings'), jobsQueue.getJobCounts(...QUEUE_STATES),
       store.countByStatus(JOB_STATUSES),
       Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
     ]);
     const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
-    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'] };
+    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'] };
   };
   const requests = new Histogram({
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',

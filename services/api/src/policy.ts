@@ -180,6 +180,17 @@ export function newToken(): { token: string; sha256: string } {
 }
 
 /**
+ * The principal a schedule's owner is now, by its token's name: its current scope and limits
+ * (a policy edited since the schedule was made applies to its next firing). Null when the
+ * policy no longer has that token. Without a policy file everyone may do everything.
+ */
+export function principalNamed(policy: Policy, name: string): Principal | null {
+  if (!policy.enforced) return { name, scope: 'admin', limits: {} };
+  const entry = policy.tokens.find((token) => token.name === name);
+  return entry ? { name: entry.name, scope: entry.scope, limits: entry.limits } : null;
+}
+
+/**
  * The principal behind an `Authorization` header: null when there is none, undefined when it
  * names no token. Every configured hash is compared, in constant time, whichever matches.
  */

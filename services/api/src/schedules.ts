@@ -15,7 +15,7 @@ import type { Logger } from '@niclab/shared/runtime/logger';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { ScheduleStore, type ScheduleInput } from '@niclab/shared/stores/schedule-store';
 import { checkLimits } from './access.js';
-import type { Principal } from './policy.js';
+import { principalNamed, type Policy, type Principal } from './policy.js';
 import { submissionErrors, submitJob, withDefaults, type SubmitDeps } from './submission.js';
 
 export type Schedule = components['schemas']['Schedule'];
@@ -34,6 +34,7 @@ export class Schedules {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly services: SubmitDeps,
+    private readonly policy: Policy,
   ) {
     this.queue = new Queue<Firing>(QUEUE, { connection: redis, prefix: keys.bull });
     this.store = new ScheduleStore(redis, keys);
@@ -104,6 +105,7 @@ export class Schedules {
       nextFireAt: scheduler?.next ? new Date(scheduler.next).toISOString() : null,
       firings: row.firings,
       skipped: row.skipped,
+      refused: row.refused,
       lastJobId: row.lastJobId,
       lastFiredAt: row.lastFiredAt,
     };
@@ -148,21 +150,36 @@ export class Schedules {
     const { definition, owner } = row;
     const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
     const spec: JobRequest = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
-    const outcome = await submitJob(this.services, spec, { name: owner });
-    // A spec that no longer runs (an agent gone) still leaves a visible, failed job.
-    const job = 'job' in outcome ? outcome.job : await this.failedJob(outcome.spec, outcome.errors, owner, outcome.expansion);
+    // The owner's limits as the policy has them now, against the group as it expands now.
+    const principal = principalNamed(this.policy, owner);
+    const outcome = principal ? await submitJob(this.services, spec, { principal, firing: true }) : await this.ownerGone(spec, owner);
+    // A spec that no longer runs (an agent gone, a group grown past a limit) still leaves a visible, failed job.
+    let job: Job;
+    if ('job' in outcome) job = outcome.job;
+    else if (outcome.limit) {
+      job = await this.failedJob(outcome, owner, { code: 'over_limit', message: `the owner's policy refuses this firing (${outcome.limit}): ${describe(outcome.errors)}` });
+      await this.store.refused(name);
+      log.warn({ jobId: job.id, rule: outcome.limit, errors: outcome.errors }, 'firing refused by the owner\'s limits');
+    } else job = await this.failedJob(outcome, owner, { code: 'not_runnable', message: `the schedule's spec cannot run now: ${describe(outcome.errors)}` });
     await this.store.fired(name, job.id);
   }
 
-  private async failedJob(spec: JobSpec, errors: FieldError[], owner: string, expansion?: Job['expansion']) {
+  /** A firing whose owner's token the policy no longer has: refused, its spec expanded as a job's would be. */
+  private async ownerGone(spec: JobRequest, owner: string) {
+    const { spec: expanded, expansion } = expandSpec(spec, await this.services.agents.list());
+    return { spec: withDefaults(expanded), expansion, limit: 'token', errors: [{ field: 'owner', message: `token ${owner} is no longer in the policy` }] };
+  }
+
+  private async failedJob(outcome: { spec: JobSpec; expansion?: Job['expansion'] }, owner: string, error: ErrorInfo) {
     const { store } = this.services;
     const id = randomUUID();
-    await store.createWithin(id, spec, 0, owner, undefined, new Date(), expansion);
-    const error: ErrorInfo = { code: 'not_runnable', message: `the schedule's spec cannot run now: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
+    await store.createWithin(id, outcome.spec, 0, owner, undefined, new Date(), outcome.expansion);
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
     return (await store.get(id))!;
   }
 }
+
+const describe = (errors: FieldError[]) => errors.map((e) => `${e.field} ${e.message}`).join('; ');
 
 function validTimeZone(zone: string): boolean {
   try {

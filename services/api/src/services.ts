@@ -51,7 +51,7 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const results = new Results(redis, keys);
   const store = new JobStore(redis, keys, [metricStore, results, new JobEventPublisher(redis, keys)]);
   const agents = new AgentRegistry(redis, keys);
-  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log });
+  const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log }, policy);
   const events = new EventHub(redis, keys);
   const leases = new Leases(redis, keys);
   return {

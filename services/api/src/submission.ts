@@ -85,12 +85,6 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
   return errors;
 }
 
-/**
- * Validates a spec against the principal's limits (which throw 403/422) and the live
- * inventory and, when it can run, stores it and queues it for a coordinator. The one way a
- * job comes to be (the API and schedules both use it; a schedule's firing skips the limits,
- * which were checked when it was created).
- */
 /** What submitting a job needs: the stores it reads and writes, the queue coordinators take jobs from. */
 export interface SubmitDeps {
   store: JobStore;
@@ -99,25 +93,38 @@ export interface SubmitDeps {
   log: Logger;
 }
 
+/**
+ * Validates a spec against the principal's limits and the live inventory and, when it can run,
+ * stores it and queues it for a coordinator. The one way a job comes to be: the API's
+ * submissions (a broken limit throws its 403/422) and schedules' firings (`firing`: a group is
+ * expanded and checked against the owner's limits at each firing, and a broken limit comes
+ * back as `limit` for a failed job that says why; the skip rule, not maxConcurrentJobs, keeps
+ * a schedule to one job at a time).
+ */
 export async function submitJob(
   services: SubmitDeps,
   input: JobRequest,
-  owner: { principal: Principal } | { name: string },
-): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec; expansion?: Job['expansion'] }> {
+  owner: { principal: Principal; firing?: boolean },
+): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec; expansion?: Job['expansion']; limit?: string }> {
   const { store, agents, jobsQueue, log } = services;
   const registered = await agents.list();
   // A group is expanded against the inventory now: members offline or unmatched are skipped.
   const expanded = expandSpec(input, registered);
   const spec = withDefaults(expanded.spec);
   const { expansion } = expanded;
-  const principal = 'principal' in owner ? owner.principal : null;
-  if (principal) checkLimits(spec, principal, { agents: registered });
+  const { principal, firing = false } = owner;
+  try {
+    checkLimits(spec, principal, { agents: registered });
+  } catch (error) {
+    if (!firing || !(error instanceof HttpProblem)) throw error;
+    return { errors: error.errors, spec, expansion, limit: error.extra.rule ?? 'limit' };
+  }
   const errors = [...expanded.errors, ...submissionErrors(spec, registered)];
   if (errors.length === 0 && spec.search) errors.push(...withSearchDefaults(spec, registered));
   if (errors.length > 0) return { errors, spec, expansion };
   const id = randomUUID();
-  const ownerName = 'principal' in owner ? owner.principal.name : owner.name;
-  const maxActive = principal?.limits.maxConcurrentJobs;
+  const ownerName = principal.name;
+  const maxActive = firing ? undefined : principal.limits.maxConcurrentJobs;
   const job = await store.createWithin(id, spec, strategyFor(spec).expectedRuns(new Map()), ownerName, maxActive, new Date(), expansion);
   if ('active' in job) {
     throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });

@@ -29,6 +29,8 @@ Usage:
   niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
                 [--labels "A,B,C:rack=a;D,E,F:rack=b"]
                                (root) a virtual lab: one network namespace and agent per host
+  niclab lab add [--labels rack=a] [--rate 100mbit|none] [--name nl]
+                               (root) one more host on a lab that is up, its agent with those labels
   niclab lab status|down [--name nl]
   niclab token NAME [--scope read|run|admin]
                                a new API token, and its policy-file entry (the API keeps only the hash)

@@ -18,6 +18,9 @@ const RUN_OPTIONS = {
   from: { type: 'string', multiple: true },
   to: { type: 'string', multiple: true },
   mesh: { type: 'string' },
+  disjoint: { type: 'string', multiple: true },
+  star: { type: 'string', multiple: true },
+  'star-direction': { type: 'string' },
   engine: { type: 'string' },
   t: { type: 'string', short: 't' },
   l: { type: 'string', short: 'l' },
@@ -77,9 +80,13 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       table shows idle and loaded round trips side by side.
       --mesh rack=a:eth1 instead of --from/--to: every ordered pair of the agents with those
       labels, on eth1 (or rack=a:198.18.1.0/24, the interface in that prefix), each pair a run,
-      in rounds sharing no interface; --wait prints the matrix.
+      in rounds sharing no interface; --wait prints the matrix. --disjoint rack=a:eth1
+      --disjoint rack=b:eth1: every member of the first to every member of the second.
+      --star role=hub:eth1 --star rack=a:eth1 [--star-direction to|from|both]: the members
+      to and/or from the center (the first).
       Without --wait it prints the job id; with it, live progress, then the nttcp table
-      (exit 1 when the job did not succeed); -q: only the job id, once it has ended.
+      (exit 1 when the job did not succeed; 2 when a group job measured some pairs and
+      others failed); -q: only the job id, once it has ended.
   niclab search --from A:eth1 --to B:eth1 [--size 1500] [--pdr 0.1%] [--min 1kpps] [--max 100mbit]
              [--resolution 1] [--confirm 1] [-t 2] [--sweep size=64,512,1500] [--both-directions] [--wait]
       The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
@@ -248,8 +255,10 @@ async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; jso
   else {
     ctx.out((await api.text(`/v1/jobs/${job.id}/report?format=table`)).trimEnd());
     if (job.error) ctx.err(`job ${short(job.id)} ${job.status}: ${job.error.code}: ${job.error.message}`);
+    if (job.pairs?.failed) ctx.err(`job ${short(job.id)}: ${job.pairs.failed} of ${job.pairs.total} pairs failed`);
   }
-  return (job.status ?? status) === 'succeeded' ? 0 : 1;
+  if ((job.status ?? status) !== 'succeeded') return 1;
+  return job.pairs?.failed ? 2 : 0;
 }
 
 async function schedules(api: Api, positionals: string[], o: RunOptions & { json?: boolean; every?: string; cron?: string; tz?: string }, ctx: ClientContext): Promise<number> {

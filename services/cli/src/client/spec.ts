@@ -3,7 +3,7 @@
  * like A:eth1, sweeps like w=8k,16k. Everything is checked here for a readable message, and
  * again by the API against openapi.yaml.
  */
-import type { GroupMembers, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
+import type { FlowGroup, GroupMembers, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
 import type { components } from '@niclab/shared/generated/openapi';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
 
@@ -138,6 +138,33 @@ export interface RunOptions {
   'both-directions'?: boolean;
   /** A mesh group instead of --from/--to: LABELS:INTERFACE. */
   mesh?: string;
+  /** A disjoint group: side a, then side b, each LABELS:INTERFACE. */
+  disjoint?: string[];
+  /** A star group: the center, then the members, each LABELS:INTERFACE. */
+  star?: string[];
+  /** A star's direction: to the center, from it, or both (default). */
+  'star-direction'?: string;
+}
+
+/** The group --mesh, --disjoint or --star asks for (at most one of them, never beside --from/--to), or null. */
+export function groupOf(o: RunOptions): FlowGroup | null {
+  const given = (['mesh', 'disjoint', 'star'] as const).filter((name) => (name === 'mesh' ? o.mesh !== undefined : (o[name]?.length ?? 0) > 0));
+  if (given.length === 0) {
+    if (o['star-direction'] !== undefined) throw new ArgumentError('--star-direction applies to --star only');
+    return null;
+  }
+  if (given.length > 1) throw new ArgumentError(`--${given[0]} and --${given[1]} exclude each other`);
+  const shape = given[0]!;
+  if (o.from?.length || o.to?.length) throw new ArgumentError(`--${shape} excludes --from and --to`);
+  if (o['star-direction'] !== undefined && shape !== 'star') throw new ArgumentError('--star-direction applies to --star only');
+  if (shape === 'mesh') return { shape, members: parseMembers(o.mesh!, '--mesh') };
+  const sides = o[shape]!;
+  if (sides.length !== 2) throw new ArgumentError(`--${shape} is given twice: ${shape === 'disjoint' ? 'side a, then side b' : 'the center, then the members'} (e.g. --${shape} rack=a:eth1 --${shape} rack=b:eth1); got ${sides.length}`);
+  const [first, second] = sides.map((side) => parseMembers(side, `--${shape}`)) as [GroupMembers, GroupMembers];
+  if (shape === 'disjoint') return { shape, a: first, b: second };
+  const direction = o['star-direction'] ?? 'both';
+  if (direction !== 'to' && direction !== 'from' && direction !== 'both') throw new ArgumentError(`--star-direction: "${direction}" is not to, from or both`);
+  return { shape, center: first, members: second, starDirection: direction };
 }
 
 function seconds(text: string, what: string): number {
@@ -149,8 +176,7 @@ function seconds(text: string, what: string): number {
 export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest['flows'] } {
   if (o.reverse && o.bidir) throw new ArgumentError('--reverse and --bidir exclude each other');
   if (o.udp && o.rr) throw new ArgumentError('--udp and --rr exclude each other');
-  if (o.mesh && (o.from?.length || o.to?.length)) throw new ArgumentError('--mesh excludes --from and --to');
-  const flows: JobRequest['flows'] = o.mesh ? { shape: 'mesh', members: parseMembers(o.mesh, '--mesh') } : flowsOf(o.from ?? [], o.to ?? []);
+  const flows: JobRequest['flows'] = groupOf(o) ?? flowsOf(o.from ?? [], o.to ?? []);
   const spec: Partial<JobRequest> & { flows: JobRequest['flows'] } = { flows };
   if (o.engine) spec.engine = o.engine as JobSpec['engine'];
   if (o.t) spec.duration = seconds(o.t, '-t');
@@ -194,7 +220,7 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
 function withRr(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions): void {
   if (o.rr || o.udp) throw new ArgumentError('--with-rr adds an rr flow beside a TCP stream: not with --rr or --udp');
   const flows = spec.flows;
-  if (!Array.isArray(flows)) throw new ArgumentError('--with-rr adds an rr flow beside each --from/--to path: not with --mesh');
+  if (!Array.isArray(flows)) throw new ArgumentError('--with-rr adds an rr flow beside each --from/--to path: not with --mesh, --disjoint or --star');
   const paths = new Map(flows.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
   const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
   for (const { from, to } of paths.values()) flows.push({ from, to, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } });

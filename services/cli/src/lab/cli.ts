@@ -5,7 +5,7 @@ import type { Config } from '@niclab/shared/runtime/config';
 import { Keys } from '@niclab/shared/stores/keys';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { alignTable } from '@niclab/shared/domain/text-table';
-import { LabError, labDown, labStatus, labUp } from './lab.js';
+import { LabError, labAddHost, labDown, labStatus, labUp, type LabHost } from './lab.js';
 
 interface LabFlags {
   hosts?: string;
@@ -15,7 +15,29 @@ interface LabFlags {
   labels?: string;
 }
 
-/** `niclab lab up|down|status`: prints what it did; returns the exit code. */
+/** Ready means usable: every lab agent has registered, so a job naming it is accepted. */
+async function untilOnline(hosts: LabHost[], redisUrl: string, prefix: string): Promise<void> {
+  const redis = createRedis(redisUrl, { name: 'niclab-lab' });
+  try {
+    const registry = new AgentRegistry(redis, new Keys(prefix));
+    const deadline = Date.now() + 30_000;
+    for (const host of hosts) {
+      while (!(await registry.get(host.agentId))?.online) {
+        if (Date.now() > deadline) throw new LabError(`agent ${host.agentId} did not come online within 30 s; see ${host.log}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function printHosts(hosts: LabHost[]): void {
+  const labelText = (h: LabHost) => Object.entries(h.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',') || '-';
+  console.log(alignTable([['host', 'agent', 'interface', 'address', 'rate', 'labels', 'namespace'], ...hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', labelText(h), h.namespace])]));
+}
+
+/** `niclab lab up|add|down|status`: prints what it did; returns the exit code. */
 export async function labCommand(sub: string | undefined, flags: LabFlags, config: Config): Promise<number> {
   const name = flags.name ?? 'nl';
   try {
@@ -28,23 +50,18 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
         name, hosts: Number(flags.hosts ?? 4), rate: flags.rate ?? '100mbit', redisUrl, prefix: config.prefix,
         dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], labels: flags.labels, heartbeatSeconds: config.heartbeatSeconds,
       });
-      // Ready means usable: every lab agent has registered, so a job naming it is accepted.
-      const redis = createRedis(redisUrl, { name: 'niclab-lab' });
-      try {
-        const registry = new AgentRegistry(redis, new Keys(config.prefix));
-        const deadline = Date.now() + 30_000;
-        for (const host of state.hosts) {
-          while (!(await registry.get(host.agentId))?.online) {
-            if (Date.now() > deadline) throw new LabError(`agent ${host.agentId} did not come online within 30 s; see ${host.log}`);
-            await new Promise((r) => setTimeout(r, 100));
-          }
-        }
-      } finally {
-        redis.disconnect();
-      }
+      await untilOnline(state.hosts, redisUrl, config.prefix);
       console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace}), agents online`);
-      const labelText = (h: { labels?: Record<string, string> }) => Object.entries(h.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',') || '-';
-      console.log(alignTable([['host', 'agent', 'interface', 'address', 'rate', 'labels', 'namespace'], ...state.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', labelText(h), h.namespace])]));
+      printHosts(state.hosts);
+      return 0;
+    }
+    if (sub === 'add') {
+      // A host that joins the lab (with its labels) while it runs: schedules over a group take it in at their next firing.
+      const host = await labAddHost(config.dataDir, name, { rate: flags.rate ?? '100mbit', labels: flags.labels, heartbeatSeconds: config.heartbeatSeconds });
+      const state = (await labStatus(config.dataDir, name))!.state;
+      await untilOnline([host], state.redisUrl, state.prefix);
+      console.log(`lab ${name}: host ${host.name} added, agent online`);
+      printHosts([host]);
       return 0;
     }
     if (sub === 'down') {
@@ -65,7 +82,7 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
       ]));
       return status.hosts.every((h) => h.namespacePresent && h.agentRunning) ? 0 : 1;
     }
-    console.error('niclab lab: say up, down or status');
+    console.error('niclab lab: say up, add, down or status');
     return 2;
   } catch (error) {
     console.error(`niclab lab ${sub}: ${(error as Error).message}`);

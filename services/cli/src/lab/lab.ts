@@ -150,26 +150,7 @@ export async function labUp(options: LabOptions): Promise<LabState> {
   await command('ip', ['-n', switchNamespace, 'link', 'add', 'br0', 'type', 'bridge', 'forward_delay', '0']);
   await command('ip', ['-n', switchNamespace, 'link', 'set', 'br0', 'up']);
   for (const [i, host] of names.entries()) {
-    const namespace = `${options.name}-${host}`;
-    const port = `p${host}`;
-    const address = `${SUBNET}.${i + 1}`;
-    await command('ip', ['netns', 'add', namespace]);
-    await command('ip', ['-n', namespace, 'link', 'set', 'lo', 'up']);
-    await command('ip', ['link', 'add', 'eth1', 'netns', namespace, 'type', 'veth', 'peer', 'name', port, 'netns', switchNamespace]);
-    // The switch takes jumbo frames, as a lab switch would: a job may raise a host's MTU.
-    await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'mtu', '9000']);
-    await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'master', 'br0']);
-    await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'up']);
-    await command('ip', ['-n', namespace, 'addr', 'add', `${address}/24`, 'dev', 'eth1']);
-    await command('ip', ['-n', namespace, 'link', 'set', 'eth1', 'up']);
-    const rate = rates.get(host) ?? null;
-    if (rate) {
-      // Both directions: the host's sending side, and the switch port that feeds the host's receive side.
-      await shape(namespace, 'eth1', rate);
-      await shape(switchNamespace, port, rate);
-    }
-    const hostLabels = labels.get(host) ?? {};
-    state.hosts.push({ name: host, agentId: `${options.agentPrefix ?? ''}${host}`, namespace, interface: 'eth1', address, rate, ...(Object.keys(hostLabels).length ? { labels: hostLabels } : {}), agentPid: null, log: join(dir, `${host}.log`) });
+    state.hosts.push(await wireHost(state, host, i, rates.get(host) ?? null, labels.get(host) ?? {}, options.agentPrefix ?? '', dir));
     save();
   }
   for (const host of state.hosts) {
@@ -177,6 +158,53 @@ export async function labUp(options: LabOptions): Promise<LabState> {
     save();
   }
   return state;
+}
+
+/** A host's namespace on the lab's switch: its eth1 (a veth whose peer is a bridge port), its address, its shaping. */
+async function wireHost(state: LabState, host: string, i: number, rate: string | null, hostLabels: Record<string, string>, agentPrefix: string, dir: string): Promise<LabHost> {
+  const { switchNamespace } = state;
+  const namespace = `${state.name}-${host}`;
+  const port = `p${host}`;
+  const address = `${SUBNET}.${i + 1}`;
+  await command('ip', ['netns', 'add', namespace]);
+  await command('ip', ['-n', namespace, 'link', 'set', 'lo', 'up']);
+  await command('ip', ['link', 'add', 'eth1', 'netns', namespace, 'type', 'veth', 'peer', 'name', port, 'netns', switchNamespace]);
+  // The switch takes jumbo frames, as a lab switch would: a job may raise a host's MTU.
+  await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'mtu', '9000']);
+  await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'master', 'br0']);
+  await command('ip', ['-n', switchNamespace, 'link', 'set', port, 'up']);
+  await command('ip', ['-n', namespace, 'addr', 'add', `${address}/24`, 'dev', 'eth1']);
+  await command('ip', ['-n', namespace, 'link', 'set', 'eth1', 'up']);
+  if (rate) {
+    // Both directions: the host's sending side, and the switch port that feeds the host's receive side.
+    await shape(namespace, 'eth1', rate);
+    await shape(switchNamespace, port, rate);
+  }
+  return { name: host, agentId: `${agentPrefix}${host}`, namespace, interface: 'eth1', address, rate, ...(Object.keys(hostLabels).length ? { labels: hostLabels } : {}), agentPid: null, log: join(dir, `${host}.log`) };
+}
+
+/**
+ * Adds a host to a lab that is up (the next letter, on the same switch) and starts its agent
+ * with these labels: how a lab grows while schedules run over it.
+ */
+export async function labAddHost(dataDir: string, name: string, options: { rate: string; labels?: string; heartbeatSeconds?: number; logLevel?: string }): Promise<LabHost> {
+  requireRoot();
+  const state = readLabState(dataDir, name);
+  if (!state) throw new LabError(`lab "${name}" is not up: niclab lab up --name ${name} first`);
+  const i = state.hosts.length;
+  if (i >= 26) throw new LabError('a lab has at most 26 hosts');
+  const host = hostNames(i + 1)[i]!;
+  const rate = parseRates(options.rate, [host]).get(host) ?? null;
+  const labels = parseLabels(options.labels ? `${host}:${options.labels}` : '', [host]).get(host) ?? {};
+  // The new agent's id follows the lab's (lab up's --agent-prefix).
+  const agentPrefix = state.hosts[0] ? state.hosts[0].agentId.slice(0, -state.hosts[0].name.length) : '';
+  const added = await wireHost(state, host, i, rate, labels, agentPrefix, join(dataDir, 'labs', name));
+  const save = () => writeFileSync(statePath(dataDir, name), JSON.stringify(state, null, 2));
+  state.hosts.push(added);
+  save();
+  added.agentPid = startAgent(added, { name, hosts: 1, rate: options.rate, redisUrl: state.redisUrl, prefix: state.prefix, dataDir, heartbeatSeconds: options.heartbeatSeconds, logLevel: options.logLevel });
+  save();
+  return added;
 }
 
 /** Starts (or starts again) the agent of a lab host; returns its PID. */

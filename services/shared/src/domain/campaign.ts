@@ -10,6 +10,7 @@ import { maxSearchRuns, RateSearch } from './rate-search.js';
 import { perFinishedRuns } from './finished-runs.js';
 import { measuresHeadline } from './flow-tests.js';
 import { planRounds } from './rounds.js';
+import { pairOutcome, pairsError } from './pair-outcome.js';
 
 /** The figure a point's statistics are about: its test kind's headline (throughput, transactions/s). */
 export function headline(spec: JobSpec): { name: Headline['name']; unit: string } {
@@ -142,7 +143,7 @@ export class PairRounds implements CampaignStrategy {
   private readonly batches: PlannedRun[][] = [];
   private readonly total: number;
 
-  constructor(spec: JobSpec) {
+  constructor(private readonly spec: JobSpec) {
     const rounds = planRounds(spec.flows);
     let index = 0;
     for (const point of sweepPoints(spec)) {
@@ -169,8 +170,9 @@ export class PairRounds implements CampaignStrategy {
     return this.total;
   }
 
+  /** A failed pair does not fail the job: it fails only when no pair was measured (Job.pairs lists the failed ones). */
   outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
-    return everyRunOutcome(finished.values());
+    return pairsError(pairOutcome(this.spec, finished.values()));
   }
 }
 

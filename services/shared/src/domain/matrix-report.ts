@@ -23,7 +23,17 @@ function distinct(endpoints: Endpoint[]): Endpoint[] {
   return [...seen.values()].sort((a, b) => endpointLabel(a).localeCompare(endpointLabel(b)));
 }
 
-/** One cell from the pair's finished runs (none yet: pending). */
+const mean = (values: number[]) => (values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : null);
+
+/** The verdict most of the runs gave (the latest on a tie), with that run's reason. */
+function commonBottleneck(ok: Run[]): MatrixCell['bottleneck'] {
+  const verdicts = ok.map((r) => r.flows[0]?.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
+  const count = (verdict: string) => verdicts.filter((b) => b.verdict === verdict).length;
+  const chosen = verdicts.reduce<(typeof verdicts)[number] | null>((best, b) => (!best || count(b.verdict) >= count(best.verdict) ? b : best), null);
+  return chosen && { verdict: chosen.verdict, reason: chosen.reason, confident: chosen.confident, runs: count(chosen.verdict) };
+}
+
+/** One cell from the pair's finished runs (none yet: pending), in run order. */
 function cellOf(job: Job, runs: Run[], confidence: number): MatrixCell {
   const ok = runs.filter((r) => r.status === 'succeeded');
   const failed = runs.filter((r) => r.status === 'failed');
@@ -35,6 +45,8 @@ function cellOf(job: Job, runs: Run[], confidence: number): MatrixCell {
     verdict,
     runs: { succeeded: ok.length, failed: failed.length },
     error: failed.at(-1)?.error ?? null,
+    lossRatio: mean(ok.map((r) => r.flows[0]?.udp?.lossRatio).filter((v): v is number => typeof v === 'number')),
+    bottleneck: commonBottleneck(ok),
   };
 }
 
@@ -53,20 +65,28 @@ export function buildMatrix(job: Job, runs: Run[], confidence: number): Matrix[]
       const key = pairKey(flow.from, flow.to);
       byPair.set(key, [...(byPair.get(key) ?? []), run]);
     }
+    for (const list of byPair.values()) list.sort((a, b) => a.index - b.index);
     const cells = sources.map((from) => destinations.map((to) => (inGroup.has(pairKey(from, to)) ? cellOf(job, byPair.get(pairKey(from, to)) ?? [], confidence) : null)));
     return { point, sources, destinations, cells };
   });
 }
 
-/** A matrix as text: rows `from`, columns `to`, the headline in its table unit; a failed cell `FAILED`, an unverified one marked `?`. */
+/** A cell's loss as a percentage, as the matrix shows it. */
+export const lossText = (ratio: number) => `${(ratio * 100).toFixed(ratio < 0.001 && ratio > 0 ? 3 : 2)}%`;
+
+/**
+ * A matrix as text: rows `from`, columns `to`, the headline in its table unit, then the UDP loss
+ * and the bottleneck verdict in brackets (`941.2 0.12% [link]`); an unverified cell marked `?`,
+ * a failed one `FAILED` and its error's code.
+ */
 export function matrixTable(job: Job, matrix: Matrix): string {
   const { scale, unit, digits } = kindOf(job.spec).headline.table;
   const cellText = (cell: MatrixCell | null) => {
     if (!cell) return '-';
-    if (cell.verdict === 'failed') return 'FAILED';
+    if (cell.verdict === 'failed') return `FAILED ${cell.error?.code ?? ''}`.trim();
     if (cell.verdict === 'pending' || !cell.value) return '...';
     const value = (cell.value.mean / scale).toFixed(digits);
-    return cell.verdict === 'unverified' ? `${value}?` : value;
+    return [cell.verdict === 'unverified' ? `${value}?` : value, cell.lossRatio !== null ? lossText(cell.lossRatio) : null, cell.bottleneck ? `[${cell.bottleneck.verdict}]` : null].filter(Boolean).join(' ');
   };
   const rows = [[`${unit} from \\ to`, ...matrix.destinations.map(endpointLabel)]];
   matrix.sources.forEach((from, i) => rows.push([endpointLabel(from), ...matrix.cells[i]!.map(cellText)]));

@@ -12,6 +12,7 @@ import { pointLabel } from './report.js';
 import { tQuantile } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
 import { RUN_METRICS } from './figure-directions.js';
+import { lossText } from './matrix-report.js';
 
 /** A Vega-Lite (v6) top-level spec. */
 export type ChartSpec = Record<string, unknown>;
@@ -118,8 +119,10 @@ export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
 }
 
 /**
- * A group's matrix (its first sweep point): a cell per measured pair, source rows by
- * destination columns, coloured and labelled with the pair's mean headline figure.
+ * A group's matrix (its first sweep point): a cell per pair, source rows by destination
+ * columns, a measured one coloured and labelled with its mean headline figure, a failed one
+ * grey and labelled FAILED; each cell's tooltip (its aria label in SVG) names the verdict,
+ * the UDP loss, the bottleneck and a failed pair's error.
  */
 function matrixChart(job: Job, report: Report): ChartSpec {
   const y = headlineAxis(job.spec);
@@ -128,21 +131,31 @@ function matrixChart(job: Job, report: Report): ChartSpec {
   const rows = (m?.sources ?? []).flatMap((from, i) =>
     (m?.destinations ?? []).flatMap((to, j) => {
       const cell = m!.cells[i]?.[j];
-      return cell?.value ? [{ source: label(from), destination: label(to), mean: cell.value.mean / y.scale, verdict: cell.verdict }] : [];
+      if (!cell || (!cell.value && cell.verdict !== 'failed')) return [];
+      const mean = cell.value ? cell.value.mean / y.scale : null;
+      return [{
+        source: label(from), destination: label(to), mean, verdict: cell.verdict,
+        text: mean === null ? 'FAILED' : mean.toFixed(1),
+        loss: cell.lossRatio === null ? '-' : lossText(cell.lossRatio),
+        bottleneck: cell.bottleneck?.verdict ?? '-',
+        error: cell.error && cell.verdict === 'failed' ? `${cell.error.code}: ${cell.error.message}` : '-',
+      }];
     }),
   );
   // Rows and columns in the matrix's own order, every member shown even where it has no cell, so a
   // mesh's empty diagonal is the diagonal (in the order the data came, columns were shifted by one).
   const axis = (field: string, members: { agent: string; interface: string }[]) => nominal(field, field, { sort: null, scale: { domain: members.map(label) } });
   const encoding = { x: axis('destination', m?.destinations ?? []), y: axis('source', m?.sources ?? []) };
+  const tooltip = [{ field: 'source' }, { field: 'destination' }, { field: 'mean', title: y.title }, { field: 'verdict' }, { field: 'loss' }, { field: 'bottleneck' }, { field: 'error' }];
   return {
     $schema: SCHEMA,
     ...SIZE,
     title: title(`${y.title.split(' (')[0]} per pair, source x destination`, job),
     data: { values: rows },
     layer: [
-      { name: 'cells', mark: { type: 'rect' }, encoding: { ...encoding, color: quantitative('mean', y.title), tooltip: [{ field: 'source' }, { field: 'destination' }, { field: 'mean', title: y.title }, { field: 'verdict' }] } },
-      { name: 'values', mark: { type: 'text' }, encoding: { ...encoding, text: { field: 'mean', type: 'quantitative', format: '.1f' } } },
+      { name: 'cells', transform: [{ filter: 'datum.mean !== null' }], mark: { type: 'rect' }, encoding: { ...encoding, color: quantitative('mean', y.title), tooltip } },
+      { name: 'failures', transform: [{ filter: 'datum.mean === null' }], mark: { type: 'rect', color: '#bbbbbb' }, encoding: { ...encoding, tooltip } },
+      { name: 'values', mark: { type: 'text' }, encoding: { ...encoding, text: { field: 'text', type: 'nominal' } } },
     ],
   };
 }

@@ -199,6 +199,8 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   }
   if (report.searches) out.push('', ...searchTable(spec, report.searches));
   for (const matrix of report.matrix ?? []) out.push('', `${spec.group!.shape} matrix${Object.keys(matrix.point).length ? ` at ${pointLabel(matrix.point)}` : ''}: ${spec.flows.length} pairs in ${job.expansion?.rounds.length ?? '?'} rounds, rows from, columns to`, matrixTable(job, matrix));
+  if (job.pairs) out.push(`pairs measured: ${job.pairs.measured} of ${job.pairs.total}${job.pairs.failed ? `; ${job.pairs.failed} failed` : ''}`);
+  for (const f of job.pairs?.failures ?? []) out.push(`failed pair ${f.from.agent}:${f.from.interface} -> ${f.to.agent}:${f.to.interface}${Object.keys(f.point).length ? ` at ${pointLabel(f.point)}` : ''}: ${f.error.code}: ${f.error.message}`);
   for (const skipped of job.expansion?.skipped ?? []) out.push(`skipped ${skipped.agent}${skipped.interface ? `:${skipped.interface}` : ''} (${skipped.reason}): ${skipped.message}`);
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';

@@ -847,11 +847,21 @@ export interface components {
                 error: components["schemas"]["Error"];
             }[];
         };
-        /** @description One pair of a group: its headline figure (`Report.headline`) over its succeeded runs, and the verdict: `measured`, `unverified` (a run's counters did not show the test's bytes on the named interfaces, `pathVerified` false), `failed` (no run succeeded) or `pending`. */
+        /** @description One pair of a group: its headline figure (`Report.headline`) over its succeeded runs, and the verdict: `measured`, `unverified` (a run's counters did not show the test's bytes on the named interfaces, `pathVerified` false), `failed` (no run succeeded; `error` says why) or `pending`. Beside them, the pair's UDP loss and what limited it. */
         MatrixCell: {
             value: components["schemas"]["NullableRepeatSummary"];
             /** @enum {string} */
             verdict: "measured" | "unverified" | "failed" | "pending";
+            /** @description UDP: the mean over the pair's succeeded runs of its flow's `udp.lossRatio` (0.01 is 1%); null for TCP, rr, or when no run succeeded. */
+            lossRatio: number | null;
+            /** @description The pair's bottleneck verdict (FlowResult.bottleneck): the one most of its succeeded runs gave (the latest on a tie), with that run's reason; `runs` is how many gave it. Null when no succeeded run had one (rr, or no host counters). */
+            bottleneck: null | {
+                /** @enum {string} */
+                verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
+                reason: string;
+                confident: boolean;
+                runs: number;
+            };
             runs: {
                 succeeded: number;
                 failed: number;
@@ -991,6 +1001,8 @@ export interface components {
             firings: number;
             /** @description Firings skipped because the previous job was still queued or running. */
             skipped: number;
+            /** @description Firings refused by the owner's policy limits (`maxRunsPerJob` and the rest, checked against the group as it expands at that firing, as a job submitted then would be; not `maxConcurrentJobs`: the skip rule keeps a schedule to one job at a time). Each left a failed job whose error (`over_limit`) says which limit and why; counted in `firings` too. */
+            refused: number;
             lastJobId: null | components["schemas"]["Id"];
             /** Format: date-time */
             lastFiredAt: string | null;
@@ -1002,6 +1014,27 @@ export interface components {
             confidence?: number;
             /** @description Half the interval's width as a percentage of the mean (default 2.5). */
             halfWidthPercent?: number;
+        };
+        /**
+         * @description A group job's pairs once it ended, one per pair and sweep point: `measured` when a run of
+         *     the pair succeeded there, else `failed`, listed in `failures` with the last failed run's
+         *     error. A pair is a link of its own, so a failed pair does not fail the others: the job
+         *     `succeeded` when any pair was measured (its report keeps every measured pair's figures,
+         *     the failed cells say why) and `failed` only when none was. Read `failed` here, not the
+         *     status alone, to know whether every pair was measured.
+         */
+        PairOutcome: {
+            total: number;
+            measured: number;
+            failed: number;
+            failures: {
+                /** @description The pair's index in `spec.flows`. */
+                pair: number;
+                from: components["schemas"]["Endpoint"];
+                to: components["schemas"]["Endpoint"];
+                point: components["schemas"]["SweepPoint"];
+                error: components["schemas"]["Error"];
+            }[];
         };
         /** @enum {string} */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "canceled";
@@ -1021,7 +1054,7 @@ export interface components {
          *     each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "over_limit" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
@@ -1039,6 +1072,7 @@ export interface components {
                 rounds: number[][];
                 skipped: components["schemas"]["SkippedMember"][];
             };
+            pairs?: components["schemas"]["PairOutcome"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */

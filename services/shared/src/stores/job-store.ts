@@ -69,6 +69,8 @@ export interface JobPatch {
   finishedAt?: string;
   error?: ErrorInfo | null;
   runsTotal?: number;
+  /** A group job's pairs, once it ended. */
+  pairs?: NonNullable<Job['pairs']>;
 }
 
 /** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
@@ -145,7 +147,7 @@ export class JobStore {
     const fields: string[] = [];
     for (const [key, value] of Object.entries(patch)) {
       if (value === undefined) continue;
-      fields.push(key, key === 'error' ? (value === null ? '' : JSON.stringify(value)) : String(value));
+      fields.push(key, typeof value === 'object' ? (value === null ? '' : JSON.stringify(value)) : String(value));
     }
     const moved = (await this.transitionScript([this.keys.job(id), this.keys.jobIndex()], from.join(','), to, ...fields)) === 1;
     if (moved) {
@@ -236,6 +238,7 @@ function toJob(row: Record<string, string> | null | undefined): Job | null {
     status: row.status as JobStatus,
     spec: JSON.parse(row.spec ?? '{}') as JobSpec,
     ...(row.expansion ? { expansion: JSON.parse(row.expansion) as NonNullable<Job['expansion']> } : {}),
+    ...(row.pairs ? { pairs: JSON.parse(row.pairs) as NonNullable<Job['pairs']> } : {}),
     owner: row.owner || 'anonymous',
     createdAt: row.createdAt ?? '',
     startedAt: row.startedAt || null,

@@ -26,6 +26,8 @@ export class Keys {
   /** Outcome counts of jobs and of runs, by status. */
   get statsJobs(): string { return `${this.prefix}:stats:jobs`; }
   get statsRuns(): string { return `${this.prefix}:stats:runs`; }
+  /** Schedules' firings by outcome (job, skipped, refused), fleet-wide. */
+  get statsFirings(): string { return `${this.prefix}:stats:firings`; }
   /** A histogram's cumulative bucket counts (by `le`), `sum` and `count`. */
   statsHistogram(name: string): string { return `${this.prefix}:stats:histogram:${name}`; }
   /** Run summaries by end time (score: epoch ms), as JSON members: the layout before history indexes, read once to move it. */

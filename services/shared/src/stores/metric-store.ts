@@ -108,8 +108,8 @@ export class MetricStore implements JobObserver {
     await multi.exec();
   }
 
-  async counts(which: 'jobs' | 'runs'): Promise<Record<string, number>> {
-    const raw = await this.redis.hgetall(which === 'jobs' ? this.keys.statsJobs : this.keys.statsRuns);
+  async counts(which: 'jobs' | 'runs' | 'firings'): Promise<Record<string, number>> {
+    const raw = await this.redis.hgetall({ jobs: this.keys.statsJobs, runs: this.keys.statsRuns, firings: this.keys.statsFirings }[which]);
     return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
   }
 

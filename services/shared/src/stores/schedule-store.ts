@@ -12,6 +12,8 @@ export interface ScheduleRow {
   createdAt: string;
   firings: number;
   skipped: number;
+  /** Firings the owner's policy limits refused (each left a failed job). */
+  refused: number;
   lastJobId: string | null;
   lastFiredAt: string | null;
 }
@@ -38,6 +40,7 @@ export class ScheduleStore {
       createdAt: row.createdAt ?? '',
       firings: Number(row.firings ?? 0),
       skipped: Number(row.skipped ?? 0),
+      refused: Number(row.refused ?? 0),
       lastJobId: row.lastJobId || null,
       lastFiredAt: row.lastFiredAt || null,
     };
@@ -60,11 +63,16 @@ export class ScheduleStore {
   /** A firing that made a job. */
   async fired(name: string, jobId: string): Promise<void> {
     const key = this.keys.schedule(name);
-    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).exec();
+    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).hincrby(this.keys.statsFirings, 'job', 1).exec();
+  }
+
+  /** A firing the owner's limits refused (its failed job is recorded by `fired`). */
+  async refused(name: string): Promise<void> {
+    await this.redis.multi().hincrby(this.keys.schedule(name), 'refused', 1).hincrby(this.keys.statsFirings, 'refused', 1).exec();
   }
 
   /** A firing skipped because the previous job was still at work. */
   async skipped(name: string): Promise<void> {
-    await this.redis.hincrby(this.keys.schedule(name), 'skipped', 1);
+    await this.redis.multi().hincrby(this.keys.schedule(name), 'skipped', 1).hincrby(this.keys.statsFirings, 'skipped', 1).exec();
   }
 }
