@@ -1242,6 +1242,7 @@ export interface components {
             rttSeconds: components["schemas"]["RttSummary"];
             /** @description With the job's `idleBaseline`: the transactions made alone, before the other flows started. */
             idle?: {
+                /** @description The idle window this end measured, from its start to the load's (the run's start plus idleBaseline): shorter than idleBaseline when it started late. */
                 seconds: number;
                 transactions: number;
                 rttSeconds: components["schemas"]["RttSummary"];
