@@ -5,7 +5,7 @@ import { command } from '@niclab/shared/runtime/command';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { FEATURES, RINGS, type Tuning } from '@niclab/shared/domain/tuning-rules';
 import { isUsable } from '@niclab/shared/domain/interfaces';
-import { planQdisc, qdiscSetup, tbfChangeArgs, type RestoreStep, type TcQdisc } from '@niclab/shared/domain/qdisc-rules';
+import { nextTbfBurst, planQdisc, qdiscSetup, tbfChangeArgs, type RestoreStep, type TcQdisc } from '@niclab/shared/domain/qdisc-rules';
 import { isDeepStrictEqual } from 'node:util';
 import { readInterface } from './interfaces.js';
 
@@ -64,8 +64,8 @@ async function readQdiscs(iface: string): Promise<TcQdisc[]> {
   return JSON.parse(await command('tc', ['-j', 'qdisc', 'show', 'dev', iface, 'invisible'])) as TcQdisc[];
 }
 
-/** How many times a tbf is set again, its burst raised by what tc's rounding lost, before restoring gives up. */
-const TBF_ATTEMPTS = 4;
+/** How many times a tbf is set again, its burst searched for the one that reads back as before, before restoring gives up. */
+const TBF_ATTEMPTS = 16;
 
 /** Runs one planned restore step; a setup that did not come back exactly is an error. */
 async function restoreQdisc(step: RestoreStep): Promise<void> {
@@ -76,14 +76,15 @@ async function restoreQdisc(step: RestoreStep): Promise<void> {
   const tbf = step.tbfDefaultChild;
   // With its child removed tbf holds noop (it drops everything) until the change makes its default child again.
   await command('tc', ['qdisc', 'del', 'dev', tbf.dev, 'parent', `${tbf.handle}1`]);
-  let burst = tbf.burstBytes + 1;
+  const search = {};
+  let burst = nextTbfBurst(tbf.burstBytes, search);
   let now: TcQdisc[] = [];
   for (let attempt = 0; attempt < TBF_ATTEMPTS; attempt++) {
     await command('tc', tbfChangeArgs(tbf, burst));
     now = qdiscSetup(await readQdiscs(tbf.dev));
     if (isDeepStrictEqual(now, tbf.expect)) return;
     const read = now.find((q) => q.root)?.options?.burst;
-    burst += typeof read === 'number' && read < tbf.burstBytes ? tbf.burstBytes - read : 1;
+    burst = nextTbfBurst(tbf.burstBytes, search, burst, typeof read === 'number' ? read : 0);
   }
   throw new Error(`${tbf.dev}'s qdiscs are ${JSON.stringify(now)}, were ${JSON.stringify(tbf.expect)}`);
 }

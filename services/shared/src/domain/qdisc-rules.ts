@@ -129,3 +129,24 @@ export function planQdisc(dev: string, wanted: QdiscTuning, current: TcQdisc[]):
 export function tbfChangeArgs(step: Extract<RestoreStep, { tbfDefaultChild: unknown }>['tbfDefaultChild'], burst: number): string[] {
   return ['qdisc', 'change', 'dev', step.dev, 'root', 'handle', step.handle, 'tbf', 'rate', `${step.rateBitsPerSecond}bit`, 'burst', `${burst}b`, 'limit', String(step.limitBytes)];
 }
+
+/** What the bursts tried so far read back as: below the printed one (`low`) or above it (`high`). */
+export interface BurstSearch {
+  low?: number;
+  high?: number;
+}
+
+/**
+ * The burst to set tbf with next (tc prints a burst rounded down to its ticks, and turns the one
+ * it is given into ticks rounding again): first one byte over the printed one; then, from what
+ * the last try `tried` read back as (`read`), further up or down by what it missed, or halfway
+ * between the tries that read below and above once there are both.
+ */
+export function nextTbfBurst(printed: number, search: BurstSearch, tried?: number, read?: number): number {
+  if (tried === undefined || read === undefined) return printed + 1;
+  if (read === printed) return tried;
+  if (read < printed) search.low = tried;
+  if (read > printed) search.high = tried;
+  if (search.low !== undefined && search.high !== undefined) return Math.floor((search.low + search.high) / 2);
+  return tried + (printed - read);
+}
