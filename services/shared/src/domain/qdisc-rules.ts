@@ -54,7 +54,6 @@ export function qdiscErrors(q: QdiscTuning, root: string): FieldError[] {
     else if (typeof value !== 'number' || !(value >= low && value <= high)) errors.push({ field: `${root}.${name}`, message: `must be from ${low} to ${high} seconds` });
   }
   if (q.ecn !== undefined && q.kind !== 'fq_codel') errors.push({ field: `${root}.ecn`, message: 'applies to kind "fq_codel" only' });
-  if (q.target !== undefined && q.interval !== undefined && q.target >= q.interval) errors.push({ field: `${root}.target`, message: 'must be shorter than interval' });
   return errors;
 }
 

@@ -682,7 +682,7 @@ export interface components {
             interval?: number;
             /** @description fq_codel: mark ECN-capable packets rather than drop them. */
             ecn?: boolean;
-        } & (unknown & unknown);
+        } & (unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
