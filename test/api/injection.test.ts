@@ -17,6 +17,7 @@ const FIELDS: [string, (s: string) => Record<string, unknown>, string][] = [
   ['label name', (s) => ({ flows: [{ from: lo, to: lo }], labels: { [s]: 'x' } }), 'body.labels'],
   ['sysctl name', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { sysctl: { [s]: '1' } } }), 'body.tuning.sysctl'],
   ['sysctl value', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { sysctl: { 'net.core.rmem_max': s } } }), 'body.tuning.sysctl'],
+  ['qdisc kind', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { qdisc: { kind: s } } }), 'body.tuning.qdisc'],
 ];
 
 describe('the injection corpus is refused at the API, naming the field', () => {

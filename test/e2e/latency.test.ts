@@ -29,7 +29,8 @@ test('latency under load: an iperf3 stream flow and a builtin rr flow in one run
   assert.notEqual(rr.diagnostics.sender.command[0], 'iperf3');
   assert.equal(stream.rr, null);
   assert.ok(stream.bitsPerSecond > 1e8, `stream ${stream.bitsPerSecond} bit/s`);
-  assert.equal(rr.rr.idle.seconds, 1);
+  // The idle window runs from this end's start to the run's load start (1 s after the run's start): less when its child started late (0.72 s once, under load).
+  assert.ok(rr.rr.idle.seconds > 0 && rr.rr.idle.seconds <= 1, `idle ${rr.rr.idle.seconds} s`);
   assert.ok(rr.rr.idle.transactions > 50 && rr.rr.transactions > 50, `idle ${rr.rr.idle.transactions}, loaded ${rr.rr.transactions} transactions`);
   assert.ok(Math.abs(rr.rr.rttIncreaseSeconds.p99 - (rr.rr.rttSeconds.p99 - rr.rr.idle.rttSeconds.p99)) < 1e-9);
   // The rr flow ran idle + duration; the stream's sender, started with it, waited out the idle second and then ran its 2 s.

@@ -11,7 +11,7 @@ export type TestEngine = NonNullable<(typeof ENGINES)['builtin']>;
 export async function enginePair(
   engine: TestEngine,
   params: EngineParams,
-  options: { runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void> } = {},
+  options: { runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void>; startInMs?: number } = {},
 ): Promise<[EngineOutcome, EngineOutcome]> {
   const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: options.runId ?? '00000000-0000-4000-8000-000000000002', leg: 0 };
   const signal = options.signal ?? new AbortController().signal;
@@ -23,7 +23,7 @@ export async function enginePair(
   const receiver = engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned });
   const peerPort = await port;
   await options.beforeSend?.(peerPort);
-  const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + 100 };
+  const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + (options.startInMs ?? 100) };
   const sender = engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned });
   return Promise.all([sender, receiver]);
 }

@@ -90,6 +90,28 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
     }
   });
 
+  test('a qdisc setup niclab could not put back exactly (a root htb) is refused before anything changes: the run fails with tuning_failed saying why', async () => {
+    const t = await startTestLab(2, 'none');
+    try {
+      const [a, b] = t.lab.hosts.map((h) => h.namespace) as [string, string];
+      await command('tc', ['-n', a, 'qdisc', 'replace', 'dev', 'eth1', 'root', 'handle', '1:', 'htb', 'default', '10']);
+      // htb prints a packet counter among its options (direct_packets_stat): the setup is the rest.
+      const qdiscs = async (ns: string) => (JSON.parse(await command('tc', ['-n', ns, '-j', 'qdisc', 'show', 'dev', 'eth1', 'invisible'])) as { options?: Record<string, unknown> }[]).map((q) => ({ ...q, options: { ...q.options, direct_packets_stat: undefined } }));
+      const [beforeA, beforeB] = [await qdiscs(a), await qdiscs(b)];
+      const submitted = await t.client.submit({ engine: 'builtin', duration: 1, tuning: { qdisc: { kind: 'pfifo', limit: 100 } }, flows: [flow('A', 'B')] });
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      const { job } = await t.client.finish(submitted.body.id, 30_000);
+      assert.equal(job.status, 'failed');
+      assert.equal(job.runs[0].error.code, 'tuning_failed');
+      assert.match(job.runs[0].error.message, /root qdisc is htb 1:, which niclab could not put back exactly/);
+      assert.deepEqual(await qdiscs(a), beforeA);
+      // B could tune (its root is the kernel's noqueue) and put it back when the run failed.
+      assert.deepEqual(await qdiscs(b), beforeB);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('an agent SIGKILLed mid-run restores the tuning when it starts again, before it takes work', async () => {
     const t: TestLab = await startTestLab(2, 'none');
     try {

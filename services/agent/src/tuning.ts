@@ -5,6 +5,8 @@ import { command } from '@niclab/shared/runtime/command';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { FEATURES, RINGS, type Tuning } from '@niclab/shared/domain/tuning-rules';
 import { isUsable } from '@niclab/shared/domain/interfaces';
+import { nextTbfBurst, planQdisc, qdiscSetup, tbfChangeArgs, type RestoreStep, type TcQdisc } from '@niclab/shared/domain/qdisc-rules';
+import { isDeepStrictEqual } from 'node:util';
 import { readInterface } from './interfaces.js';
 
 /** What a run changed on one interface, as it was before. */
@@ -13,6 +15,8 @@ interface InterfaceBefore {
   txqueuelen?: number;
   features?: Record<string, 'on' | 'off'>;
   rings?: Record<string, number>;
+  /** How the qdisc setup comes back, planned before it changed. */
+  qdisc?: { parent: string; restore: RestoreStep[] };
 }
 
 /** Everything one run changed on this host, as it was before: restored when the run ends. */
@@ -32,6 +36,7 @@ export interface AppliedTuning {
   txqueuelen?: number;
   sysctl?: Record<string, string>;
   ethtool?: Record<string, string | number>;
+  qdisc?: { kind: string; handle: string; parent: string; options: Record<string, unknown> };
 }
 
 /** After an MTU change a link may go down and up again: wait this long for it. */
@@ -52,6 +57,36 @@ const onOff = (value: string | number | boolean): 'on' | 'off' => (value === tru
 
 async function readNumber(path: string): Promise<number> {
   return Number((await readFile(path, 'utf8')).trim());
+}
+
+/** Every qdisc of `iface`, tbf's own default child too (`invisible`). */
+async function readQdiscs(iface: string): Promise<TcQdisc[]> {
+  return JSON.parse(await command('tc', ['-j', 'qdisc', 'show', 'dev', iface, 'invisible'])) as TcQdisc[];
+}
+
+/** How many times a tbf is set again, its burst searched for the one that reads back as before, before restoring gives up. */
+const TBF_ATTEMPTS = 16;
+
+/** Runs one planned restore step; a setup that did not come back exactly is an error. */
+async function restoreQdisc(step: RestoreStep): Promise<void> {
+  if ('tc' in step) {
+    await command('tc', step.tc);
+    return;
+  }
+  const tbf = step.tbfDefaultChild;
+  // With its child removed tbf holds noop (it drops everything) until the change makes its default child again.
+  await command('tc', ['qdisc', 'del', 'dev', tbf.dev, 'parent', `${tbf.handle}1`]);
+  const search = {};
+  let burst = nextTbfBurst(tbf.burstBytes, search);
+  let now: TcQdisc[] = [];
+  for (let attempt = 0; attempt < TBF_ATTEMPTS; attempt++) {
+    await command('tc', tbfChangeArgs(tbf, burst));
+    now = qdiscSetup(await readQdiscs(tbf.dev));
+    if (isDeepStrictEqual(now, tbf.expect)) return;
+    const read = now.find((q) => q.root)?.options?.burst;
+    burst = nextTbfBurst(tbf.burstBytes, search, burst, typeof read === 'number' ? read : 0);
+  }
+  throw new Error(`${tbf.dev}'s qdiscs are ${JSON.stringify(now)}, were ${JSON.stringify(tbf.expect)}`);
 }
 
 /** `ethtool -k` output: "generic-receive-offload: on" (possibly "[fixed]"). */
@@ -167,18 +202,31 @@ export class Tuner {
           remember();
           await command('ethtool', ['-G', iface, ...rings.flatMap(([name, value]) => [RINGS[name]!, String(value)])]);
         }
+        // Last: a pfifo without a limit takes the txqueuelen set above.
+        if (tuning.qdisc && !mine.qdisc) {
+          const plan = planQdisc(iface, tuning.qdisc, await readQdiscs(iface));
+          if (typeof plan === 'string') throw new Error(`qdisc not changed: ${plan}`);
+          mine.qdisc = { parent: plan.parent, restore: plan.restore };
+          remember();
+          // tc replaces a qdisc in one step: when it refuses (a kind this kernel lacks), nothing changed and nothing is to be put back.
+          await command('tc', plan.apply).catch((error: Error) => {
+            delete mine.qdisc;
+            remember();
+            throw error;
+          });
+        }
       } catch (error) {
         // Whatever did change goes back before the run fails.
         await this.restoreNow(runId).catch(() => undefined);
         this.users.delete(runId);
         throw new Error(`tuning ${iface} failed: ${(error as Error).message}`);
       }
-      return this.inForce(iface, tuning);
+      return this.inForce(runId, iface, tuning);
     });
   }
 
   /** Reads back the settings the job named, as the kernel now has them. */
-  private async inForce(iface: string, tuning: Tuning): Promise<AppliedTuning> {
+  private async inForce(runId: string, iface: string, tuning: Tuning): Promise<AppliedTuning> {
     const applied: AppliedTuning = {};
     if (tuning.mtu !== undefined) applied.mtu = await readNumber(sysPath(iface, 'mtu'));
     if (tuning.txqueuelen !== undefined) applied.txqueuelen = await readNumber(sysPath(iface, 'tx_queue_len'));
@@ -196,6 +244,11 @@ export class Tuner {
         const value = FEATURES[name] ? (features as Record<string, string>)[FEATURES[name]!] : (rings as Record<string, number>)[RINGS[name]!];
         if (value !== undefined) applied.ethtool[name] = value;
       }
+    }
+    if (tuning.qdisc) {
+      const parent = this.load().runs[runId]?.interfaces[iface]?.qdisc?.parent;
+      const found = (await readQdiscs(iface)).find((q) => (parent === 'root' ? q.root : q.parent === parent));
+      if (found) applied.qdisc = { kind: found.kind, handle: found.handle, parent: parent!, options: found.options ?? {} };
     }
     return applied;
   }
@@ -222,6 +275,8 @@ export class Tuner {
       await work().catch((error: Error) => this.log.error({ err: error, runId, what }, 'could not restore a tuned setting'));
     };
     for (const [iface, was] of Object.entries(before.interfaces)) {
+      // First: the qdisc came last, and a default root that follows txqueuelen is made again before it changes back.
+      if (was.qdisc) for (const step of was.qdisc.restore) await attempt(`${iface} qdisc`, () => restoreQdisc(step));
       if (was.rings) await attempt(`${iface} rings`, () => command('ethtool', ['-G', iface, ...Object.entries(was.rings!).flatMap(([p, v]) => [p, String(v)])]));
       if (was.features) await attempt(`${iface} features`, () => command('ethtool', ['-K', iface, ...Object.entries(was.features!).flatMap(([n, v]) => [n, v])]));
       if (was.txqueuelen !== undefined) await attempt(`${iface} txqueuelen`, () => command('ip', ['link', 'set', 'dev', iface, 'txqueuelen', String(was.txqueuelen)]));

@@ -1,4 +1,5 @@
 import type { FieldError, JobSpec } from './contract.js';
+import { qdiscErrors } from './qdisc-rules.js';
 
 export type Tuning = NonNullable<JobSpec['tuning']>;
 
@@ -40,5 +41,6 @@ export function tuningErrors(tuning: Tuning, root: string): FieldError[] {
       errors.push({ field: `${root}.ethtool.${name}`, message: `is not a setting niclab may change (allowed: ${[...Object.keys(FEATURES), ...Object.keys(RINGS)].join(', ')})` });
     }
   }
+  if (tuning.qdisc) errors.push(...qdiscErrors(tuning.qdisc, `${root}.qdisc`));
   return errors;
 }

@@ -659,8 +659,30 @@ export interface components {
                     "rx-ring"?: number;
                     "tx-ring"?: number;
                 };
+                qdisc?: components["schemas"]["QdiscTuning"];
             };
         } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        /**
+         * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
+         *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
+         *     goes in as tbf's child: that queue, not txqueuelen, is what a shaped link queues in;
+         *     otherwise it replaces the root. The exact previous setup is put back afterwards; an
+         *     interface whose setup niclab could not put back exactly (a root other than the kernel's
+         *     default, tbf, pfifo, bfifo or pfifo_fast) is refused before anything changes.
+         *     `pfifo` without `limit` takes the interface's txqueuelen (the job's `txqueuelen`, when set).
+         */
+        QdiscTuning: {
+            /** @enum {string} */
+            kind: "pfifo" | "bfifo" | "pfifo_fast" | "fq_codel" | "fq";
+            /** @description The queue's limit: packets (pfifo 1 to 1,000,000; fq_codel and fq 1 to 1,000,000), bytes for bfifo (1500 to 1,000,000,000). */
+            limit?: number;
+            /** @description fq_codel: the acceptable standing queue delay, seconds (tc's target). */
+            target?: number;
+            /** @description fq_codel: the window it judges the delay over, seconds (tc's interval). */
+            interval?: number;
+            /** @description fq_codel: mark ECN-capable packets rather than drop them. */
+            ecn?: boolean;
+        } & (unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
@@ -1254,6 +1276,7 @@ export interface components {
             rttSeconds: components["schemas"]["RttSummary"];
             /** @description With the job's `idleBaseline`: the transactions made alone, before the other flows started. */
             idle?: {
+                /** @description The idle window this end measured, from its start to the load's (the run's start plus idleBaseline): shorter than idleBaseline when it started late. */
                 seconds: number;
                 transactions: number;
                 rttSeconds: components["schemas"]["RttSummary"];
@@ -1317,6 +1340,16 @@ export interface components {
                 };
                 ethtool?: {
                     [key: string]: string | number;
+                };
+                /** @description The qdisc niclab put in, as `tc -j qdisc show` reads it back (its options as tc prints them). */
+                qdisc?: {
+                    kind: string;
+                    handle: string;
+                    /** @description `root`, or the shaper's class it went under (e.g. `8001:1`). */
+                    parent: string;
+                    options: {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The effective SO_SNDBUF/SO_RCVBUF of this end's sockets, read back after setting them. */

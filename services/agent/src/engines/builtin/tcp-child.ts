@@ -217,13 +217,17 @@ async function request(input: TcpChildInput): Promise<TcpChildResult> {
   const loaded: number[] = [];
   const cpu = process.cpuUsage();
   const t0 = performance.now();
+  // The run's common start on this clock: the load starts idleSeconds after it whenever this end
+  // got going, so an end that started late (a busy host) never counts loaded round trips as idle.
+  const runStart = input.startAt !== undefined ? t0 + (input.startAt - Date.now()) : t0;
   // A transaction sent during the idle baseline counts as idle, every later one as loaded.
-  const loadAt = t0 + idleSeconds * 1000;
+  const loadAt = runStart + idleSeconds * 1000;
   const record = (sentAt: number, rtt: number) => (sentAt < loadAt ? idle : loaded).push(rtt);
-  await Promise.all(sockets.map((socket) => transact(socket, sizes, t0 + input.params.duration * 1000, record)));
-  const realSeconds = (performance.now() - t0) / 1000;
+  await Promise.all(sockets.map((socket) => transact(socket, sizes, runStart + input.params.duration * 1000, record)));
+  const end = performance.now();
+  const realSeconds = (end - t0) / 1000;
   const transactions = idle.length + loaded.length;
-  const rr = rrFigures(sizes, loaded, realSeconds - idleSeconds, idleSeconds > 0 ? { rtts: idle, seconds: idleSeconds } : undefined);
+  const rr = rrFigures(sizes, loaded, (end - Math.max(t0, loadAt)) / 1000, idleSeconds > 0 ? { rtts: idle, seconds: Math.max(0, loadAt - t0) / 1000 } : undefined);
   return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], rr, ...socketBuffers };
 }
 
