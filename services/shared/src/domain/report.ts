@@ -222,7 +222,8 @@ function rttLines(flows: LegFigures[]): string[] {
       ...(idle ? [ms(f.idleRttP50Seconds), ms(f.idleRttP99Seconds)] : []), ms(f.rttP50Seconds), ms(f.rttP99Seconds), ...(idle ? [added] : []),
     ];
   });
-  return ['round trips (rr, probe):', alignTable([header, ...rows])];
+  const kinds = [...new Set(timed.map((f) => f.test))].join(', ');
+  return [`round trips (${kinds}):`, alignTable([header, ...rows])];
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);
