@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/runtime/command';
 import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { irttClient, type IrttSample } from '../helpers/irtt.js';
 
 /**
  * Latency under load on a shaped link, as seed 004 never measured it: four TCP streams A->B and
@@ -18,7 +19,7 @@ const BURST = '50000b';
 const DURATION = 4;
 const IDLE = 2;
 
-interface Sample { at: number; rttMs: number }
+type Sample = IrttSample;
 interface Side { jobId: string; runs: any[]; irtt: Sample[] }
 
 const quantile = (values: number[], q: number) => {
@@ -32,19 +33,7 @@ describe('latency under load on a tbf link: a longer shaper queue, a longer load
   const sides: Record<'short' | 'long', Side> = {} as never;
 
   /** irtt's client in A's namespace for `seconds`, every 10 ms: each round trip with its send time (epoch ms). */
-  const irtt = (seconds: number): Promise<Sample[]> =>
-    new Promise((resolve, reject) => {
-      const [a, b] = t.lab.hosts;
-      const child = spawn('ip', ['netns', 'exec', a!.namespace, 'irtt', 'client', '-i', '10ms', '-d', `${seconds}s`, '-Q', '-o', '-', `${b!.address}:2112`], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (c: Buffer) => (out += c));
-      child.on('error', reject);
-      child.on('close', (code) => {
-        if (code !== 0) return reject(new Error(`irtt client exited ${code}`));
-        const trips = (JSON.parse(out) as { round_trips: { lost: string; timestamps: { client: { send: { wall: number } } }; delay?: { rtt: number } }[] }).round_trips;
-        resolve(trips.filter((r) => r.lost === 'false' && r.delay).map((r) => ({ at: r.timestamps.client.send.wall / 1e6, rttMs: r.delay!.rtt / 1e6 })));
-      });
-    });
+  const irtt = async (seconds: number): Promise<Sample[]> => (await irttClient(t.lab.hosts[0]!.namespace, `${t.lab.hosts[1]!.address}:2112`, seconds)).samples;
 
   const measure = async (latency: string): Promise<Side> => {
     const a = t.lab.hosts[0]!;
