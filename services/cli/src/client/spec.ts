@@ -171,17 +171,18 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
     spec.protocol = 'udp';
     spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: parseRate(o.rate ?? '1mbit') };
   } else if (o.rate || o.size) throw new ArgumentError('--rate and --size need --udp');
+  const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
   if (o.rr) {
     spec.test = 'rr';
-    spec.rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
+    spec.rr = rr;
   } else if ((o.request || o.response) && !o['with-rr']) throw new ArgumentError('--request and --response need --rr or --with-rr');
   if (o.probe) {
     if (o.udp || o.rr) throw new ArgumentError('--probe is a test of its own: not with --udp or --rr');
     spec.test = 'probe';
     spec.probe = probeParams(o);
   } else if ((o['probe-interval'] || o['probe-size']) && !o['with-probe']) throw new ArgumentError('--probe-interval and --probe-size need --probe or --with-probe');
-  if (o['with-rr']) withLatency(spec, o, 'rr');
-  if (o['with-probe']) withLatency(spec, o, 'probe');
+  if (o['with-rr']) withLatency(spec, o, '--with-rr', { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr });
+  if (o['with-probe']) withLatency(spec, o, '--with-probe', { kind: 'probe', engine: 'builtin', probe: probeParams(o) });
   if (o.idle && !o['with-rr'] && !o['with-probe']) throw new ArgumentError('--idle needs --with-rr or --with-probe');
   if (o.reverse) spec.direction = 'reverse';
   if (o.bidir) spec.direction = 'bidir';
@@ -204,6 +205,9 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
   return spec;
 }
 
+/** A latency flow's own test, as `--with-rr` and `--with-probe` add it. */
+type LatencyFlowTest = NonNullable<Extract<JobRequest['flows'], unknown[]>[number]['test']>;
+
 /** `--probe-interval` and `--probe-size`, over the probe's defaults. */
 function probeParams(o: RunOptions): NonNullable<JobRequest['probe']> {
   const params: NonNullable<JobRequest['probe']> = { ...PROBE_DEFAULTS };
@@ -220,17 +224,13 @@ function probeParams(o: RunOptions): NonNullable<JobRequest['probe']> {
  * `--with-rr` / `--with-probe`: one latency flow of that kind per distinct path of the load
  * (an rr flow: builtin, 1 connection, TCP_NODELAY), started with it after the idle baseline.
  */
-function withLatency(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions, kind: 'rr' | 'probe'): void {
-  const flag = `--with-${kind}`;
-  if (o.rr || o.udp || o.probe) throw new ArgumentError(`${flag} adds a ${kind} flow beside a TCP stream: not with --rr, --udp or --probe`);
+function withLatency(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions, flag: string, test: LatencyFlowTest): void {
+  if (o.rr || o.udp || o.probe) throw new ArgumentError(`${flag} adds a ${test.kind} flow beside a TCP stream: not with --rr, --udp or --probe`);
   const flows = spec.flows;
-  if (!Array.isArray(flows)) throw new ArgumentError(`${flag} adds a ${kind} flow beside each --from/--to path: not with --mesh`);
+  if (!Array.isArray(flows)) throw new ArgumentError(`${flag} adds a ${test.kind} flow beside each --from/--to path: not with --mesh`);
   // The load's paths only: with both flags, the second does not add a flow beside the first one's.
   const load = flows.filter((f) => !f.test);
   const paths = new Map(load.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
-  const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
-  const test: NonNullable<(typeof flows)[number]['test']> =
-    kind === 'rr' ? { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } : { kind: 'probe', engine: 'builtin', probe: probeParams(o) };
   for (const { from, to } of paths.values()) flows.push({ from, to, test });
   const idle = o.idle === undefined ? 3 : Number(o.idle.replace(/s$/, ''));
   if (!Number.isFinite(idle) || idle < 0) throw new ArgumentError(`--idle: "${o.idle}" is not a number of seconds`);
