@@ -664,7 +664,7 @@ export interface components {
                     "tx-ring"?: number;
                 };
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
