@@ -50,3 +50,16 @@ test('rr figures: loaded and idle round trips side by side, with what the load a
   assert.deepEqual(rr.rttSeconds.p99, 0.04);
   assert.ok(Math.abs(rr.rttIncreaseSeconds!.p99 - 0.036) < 1e-12 && Math.abs(rr.rttIncreaseSeconds!.p50 - 0.018) < 1e-12);
 });
+
+test("a probe flow beside the load: its own params with defaults, the idle baseline, and none of the job's udp", () => {
+  const probe = { ...path, test: { kind: 'probe' as const, engine: 'builtin' as const, probe: { interval: 5, packetSize: 64 } } };
+  const mixed: JobSpec = { ...spec, protocol: 'udp', udp: { packetSize: 1470, rate: { bitsPerSecond: 1e8 } }, flows: [path, probe] };
+  const params = paramsAt(mixed, {}, 1);
+  assert.deepEqual([params.test, params.probe, params.udp, params.duration, params.idleSeconds], ['probe', { interval: 5, packetSize: 64 }, undefined, 13, 3]);
+  assert.deepEqual([startDelaySeconds(mixed, 0), startDelaySeconds(mixed, 1)], [3, 0]);
+  assert.deepEqual(flowTestErrors(mixed), []);
+  // Defaults filled in for the stored job; bidir refused on the probe flow, naming it.
+  const bare: JobSpec = { ...spec, flows: [path, { ...path, test: { kind: 'probe', engine: 'builtin' } }] };
+  assert.deepEqual(withFlowTestDefaults(bare).flows[1]!.test!.probe, { interval: 10, packetSize: 64 });
+  assert.match(flowTestErrors({ ...bare, direction: 'bidir' }).map((e) => `${e.field}: ${e.message}`).join(), /body.flows\[1\].test.direction: test "probe" has no bidir/);
+});

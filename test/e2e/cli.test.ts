@@ -116,3 +116,20 @@ test('niclab run -P 4 --with-rr: the table shows idle and loaded round trips; co
     assert.match(compare.stdout, new RegExp(`^\\s+-\\s+${metric}\\s`, 'm'), `${metric} in every-figure table:\n${compare.stdout}`);
   }
 });
+
+test('niclab run -P 2 --with-probe: a probe flow beside the load, idle and loaded round trips in the table', async () => {
+  const { code, stdout, stderr } = await niclabCli('run', ...loop, '-P', '2', '-t', '1', '--with-probe', '--probe-interval', '5ms', '--idle', '1', '--wait');
+  assert.equal(code, 0, stderr);
+  assert.match(stdout, /^round trips \(probe\):$/m, stdout);
+  assert.match(stdout, /^\s*1\s+cli:lo -> cli:lo\s+-\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+-?[\d.]+$/m, stdout);
+  const id = /^job ([0-9a-f-]{36})/m.exec(stdout)![1]!;
+  const job = (await niclab.client.job(id)).body;
+  assert.deepEqual(job.spec.flows[1].test, { kind: 'probe', engine: 'builtin', probe: { interval: 5, packetSize: 64 } });
+  assert.equal(job.spec.idleBaseline, 1);
+  const { probe } = job.runs[0].flows[1];
+  assert.equal(probe.intervalSeconds, 0.005);
+  assert.ok(probe.idle.sent > 0 && probe.loaded.sent > 0, JSON.stringify(probe.schedule));
+  // One host: one clock, so one-way delays too.
+  assert.equal(probe.clock, 'shared');
+  assert.ok(probe.loaded.oneWayDelaySeconds);
+});

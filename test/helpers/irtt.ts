@@ -6,6 +6,14 @@ export interface RttSample {
   at: number;
   rttMs: number;
 }
+export type IrttSample = RttSample;
+
+/** irtt's own figures over its run (ns): its timer's error, its round-trip IPDV, its server's processing time. */
+export interface IrttStats {
+  timer_error: { mean: number; max: number; median?: number };
+  ipdv_round_trip: { median?: number; mean: number };
+  server_processing_time: { mean: number; median?: number; max: number };
+}
 
 const PORT = 2112;
 
@@ -14,8 +22,8 @@ export function irttServer(host: LabHost): ChildProcess {
   return spawn('ip', ['netns', 'exec', host.namespace, 'irtt', 'server', '-b', `${host.address}:${PORT}`], { stdio: 'ignore' });
 }
 
-/** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs`: each round trip with its send time. */
-export function irttClient(from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<RttSample[]> {
+/** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs`: each round trip with its send time, and irtt's own stats. */
+export function irttRun(from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
   return new Promise((resolve, reject) => {
     const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', '-', `${to.address}:${PORT}`], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -23,11 +31,15 @@ export function irttClient(from: LabHost, to: LabHost, seconds: number, everyMs 
     child.on('error', reject);
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`irtt client exited ${code}`));
-      const trips = (JSON.parse(out) as { round_trips: { lost: string; timestamps: { client: { send: { wall: number } } }; delay?: { rtt: number } }[] }).round_trips;
-      resolve(trips.filter((r) => r.lost === 'false' && r.delay).map((r) => ({ at: r.timestamps.client.send.wall / 1e6, rttMs: r.delay!.rtt / 1e6 })));
+      const parsed = JSON.parse(out) as { stats: IrttStats; round_trips: { lost: string; timestamps: { client: { send: { wall: number } } }; delay?: { rtt: number } }[] };
+      const samples = parsed.round_trips.filter((r) => r.lost === 'false' && r.delay).map((r) => ({ at: r.timestamps.client.send.wall / 1e6, rttMs: r.delay!.rtt / 1e6 }));
+      resolve({ samples, stats: parsed.stats });
     });
   });
 }
+
+/** irtt's round trips only (see irttRun). */
+export const irttClient = async (from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<RttSample[]> => (await irttRun(from, to, seconds, everyMs)).samples;
 
 /** The q-quantile of `values` (nearest rank). */
 export const quantile = (values: number[], q: number): number => {

@@ -138,5 +138,5 @@ async function measure(
       log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');
     }
   }
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, rr: outcome.rr ?? null, rawKept });
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, rr: outcome.rr ?? null, probe: outcome.probe ?? null, reflector: outcome.reflector ?? null, rawKept });
 }

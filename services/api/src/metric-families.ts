@@ -7,6 +7,11 @@ import type { Agent } from '@niclab/shared/domain/contract';
 import { PLACES, VERDICTS } from '@niclab/shared/domain/attribution';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
 
+/** A gauge's p50/p90/p99 as quantile-labelled samples (none when absent). */
+function quantileSamples(q: { p50: number; p90: number; p99: number } | null | undefined, labels: Record<string, string> = {}) {
+  return q ? ([['0.5', q.p50], ['0.9', q.p90], ['0.99', q.p99]] as const).map(([quantile, value]) => ({ labels: { ...labels, quantile }, value })) : [];
+}
+
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
 
@@ -140,7 +145,19 @@ export const LINK_FAMILIES: LinkFamily[] = [
     samples: (v) => (v.bottleneck ? VERDICTS.map((verdict) => ({ labels: { verdict }, value: verdict === v.bottleneck ? 1 : 0 })) : []),
   },
   {
-    name: 'niclab_link_rtt_seconds', help: "Round-trip time percentiles of the link's last request/response (rr) run.", type: 'gauge',
-    samples: (v) => (v.rttSeconds ? [['0.5', v.rttSeconds.p50], ['0.9', v.rttSeconds.p90], ['0.99', v.rttSeconds.p99]].map(([quantile, value]) => ({ labels: { quantile: quantile as string }, value: value as number })) : []),
+    name: 'niclab_link_rtt_seconds', help: "Round-trip time percentiles of the link's last request/response (rr) or probe run (under load).", type: 'gauge',
+    samples: (v) => quantileSamples(v.rttSeconds),
+  },
+  {
+    name: 'niclab_link_probe_delay_seconds', help: "One-way delay percentiles of the link's last probe run, each way (only when both ends share a clock).", type: 'gauge',
+    samples: (v) => (v.probe ? [...quantileSamples(v.probe.forwardDelay, { way: 'forward' }), ...quantileSamples(v.probe.returnDelay, { way: 'return' })] : []),
+  },
+  {
+    name: 'niclab_link_probe_ipdv_seconds', help: "Round-trip IPDV (jitter, as irtt) percentiles of the link's last probe run.", type: 'gauge',
+    samples: (v) => quantileSamples(v.probe?.ipdv ?? null),
+  },
+  {
+    name: 'niclab_link_probe_loss_ratio', help: "Probe datagrams lost each way in the link's last probe run, over those sent that way.", type: 'gauge',
+    samples: (v) => (['forward', 'return'] as const).flatMap((way) => (typeof v.probe?.loss[way] === 'number' ? [{ labels: { way }, value: v.probe.loss[way] }] : [])),
   },
 ];

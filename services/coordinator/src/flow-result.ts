@@ -1,7 +1,8 @@
-import type { ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
+import type { ErrorInfo, FlowResult, FlowSpec, ProbeFigures, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 import { attributeLoss, judgeBottleneck } from '@niclab/shared/domain/attribution';
 import { pickError } from './run-outcome.js';
+import { withReflector } from '@niclab/shared/domain/probe-stats';
 
 /** One leg's result from its two ends' reports. */
 export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {
@@ -31,6 +32,7 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     retransmits: sender?.retransmits ?? null,
     udp,
     rr: sender?.rr ?? null,
+    probe: probeFigures(sender, receiver),
     intervals: receiver?.intervals ?? [],
     nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
     pathVerified,
@@ -41,8 +43,8 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
   if (error) return result;
   result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost) : null;
-  // A request/response leg measures round trips, not throughput: a throughput verdict would be made up.
-  if (result.rr) {
+  // A request/response or probe leg measures round trips, not throughput: a throughput verdict would be made up.
+  if (result.rr || result.probe) {
     result.bottleneck = null;
     return result;
   }
@@ -79,4 +81,13 @@ function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefin
   // Send times come from the sender's clock, arrivals from the receiver's: only one clock makes a delay.
   if (got?.oneWayDelaySeconds && sender?.bootId && sender.bootId === receiver?.bootId) figures.oneWayDelaySeconds = got.oneWayDelaySeconds;
   return figures;
+}
+
+/** A probe leg's figures: the sender's, with the reflector's counts, and one-way delays only when both ends read one clock. */
+function probeFigures(sender: EndReport | undefined, receiver: EndReport | undefined): ProbeFigures | null {
+  if (!sender?.probe) return null;
+  const reflector = receiver?.reflector ?? null;
+  const sharedClock = Boolean(sender.bootId && sender.bootId === receiver?.bootId);
+  const figures = withReflector(sender.probe, reflector, sharedClock);
+  return { ...figures, socketDrops: { ...figures.socketDrops, reflector: reflector?.rcvbufErrors ?? null } };
 }

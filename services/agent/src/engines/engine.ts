@@ -1,4 +1,5 @@
-import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, RrFigures } from '@niclab/shared/domain/contract';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, ProbeFigures, RrFigures } from '@niclab/shared/domain/contract';
+import type { ProbeReflector } from '@niclab/shared/domain/task';
 import type { EndUdp } from '@niclab/shared/domain/task';
 import type { Task } from '@niclab/shared/domain/task';
 
@@ -30,6 +31,9 @@ export interface EngineOutcome {
   udp?: EndUdp | null;
   /** Request/response figures (the requesting end of an rr test). */
   rr?: RrFigures | null;
+  /** The probe's sending end's figures, and what its far end reflected. */
+  probe?: ProbeFigures | null;
+  reflector?: ProbeReflector | null;
   socketBuffers?: EndDiagnostics['socketBuffers'];
   engineVersion?: string;
   /** The tool's own report (iperf3's JSON), kept as it was printed. */

@@ -46,6 +46,10 @@ const RUN_OPTIONS = {
   confirm: { type: 'string' },
   'both-directions': { type: 'boolean' },
   'with-rr': { type: 'boolean' },
+  probe: { type: 'boolean' },
+  'with-probe': { type: 'boolean' },
+  'probe-interval': { type: 'string' },
+  'probe-size': { type: 'string' },
   idle: { type: 'string' },
 } as const;
 
@@ -70,14 +74,18 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
 --token TOKEN or NICLAB_TOKEN):
   niclab run --from A:eth1 --to D:eth1 [--to ...] [--engine builtin|iperf3] [-t 10] [-l 8k]
              [-w 128k] [-P 4] [--nodelay] [--udp --rate 70kpps|100mbit --size 1500]
-             [--rr --request 1 --response 1] [--with-rr [--idle 3]] [--reverse|--bidir] [--repeat 10]
+             [--rr --request 1 --response 1] [--probe] [--with-rr] [--with-probe] [--idle 3]
+             [--probe-interval 10ms --probe-size 64] [--reverse|--bidir] [--repeat 10]
              [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
       dir (forward,reverse,bidir); --both-directions is --sweep dir=forward,reverse.
       --with-rr: latency under load, an rr flow (builtin, 1 connection, TCP_NODELAY) beside
       each path, alone for --idle seconds (default 3; 0: none) before the load starts; the
-      table shows idle and loaded round trips side by side.
+      table shows idle and loaded round trips side by side. --with-probe: the same with the
+      UDP latency probe (a datagram every --probe-interval ms, default 10, reflected: round
+      trips, one-way delays where both ends share a clock, loss each way, IPDV); both flags
+      together add one of each. --probe: a job of the probe alone.
       --mesh rack=a:eth1 instead of --from/--to: every ordered pair of the agents with those
       labels, on eth1 (or rack=a:198.18.1.0/24, the interface in that prefix), each pair a run,
       in rounds sharing no interface; --wait prints the matrix. --disjoint rack=a:eth1

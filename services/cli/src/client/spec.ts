@@ -4,6 +4,7 @@
  * again by the API against openapi.yaml.
  */
 import type { FlowGroup, GroupMembers, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
+import { PROBE_DEFAULTS } from '@niclab/shared/domain/test-kinds/probe';
 import type { components } from '@niclab/shared/generated/openapi';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
 
@@ -119,6 +120,13 @@ export interface RunOptions {
   rr?: boolean;
   /** Latency under load: an rr flow (builtin, 1 stream, TCP_NODELAY) beside each path's load, idle first for `idle` seconds (default 3, 0 for none). */
   'with-rr'?: boolean;
+  /** A job of the UDP latency probe (`test: probe`). */
+  probe?: boolean;
+  /** Latency under load: a probe flow (builtin) beside each path's load, idle first as with --with-rr. */
+  'with-probe'?: boolean;
+  /** The probe's interval (ms, `10` or `10ms`) and datagram size (bytes). */
+  'probe-interval'?: string;
+  'probe-size'?: string;
   idle?: string;
   request?: string;
   response?: string;
@@ -189,12 +197,19 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
     spec.protocol = 'udp';
     spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: parseRate(o.rate ?? '1mbit') };
   } else if (o.rate || o.size) throw new ArgumentError('--rate and --size need --udp');
+  const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
   if (o.rr) {
     spec.test = 'rr';
-    spec.rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
+    spec.rr = rr;
   } else if ((o.request || o.response) && !o['with-rr']) throw new ArgumentError('--request and --response need --rr or --with-rr');
-  if (o['with-rr']) withRr(spec, o);
-  else if (o.idle) throw new ArgumentError('--idle needs --with-rr');
+  if (o.probe) {
+    if (o.udp || o.rr) throw new ArgumentError('--probe is a test of its own: not with --udp or --rr');
+    spec.test = 'probe';
+    spec.probe = probeParams(o);
+  } else if ((o['probe-interval'] || o['probe-size']) && !o['with-probe']) throw new ArgumentError('--probe-interval and --probe-size need --probe or --with-probe');
+  if (o['with-rr']) withLatency(spec, o, '--with-rr', { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr });
+  if (o['with-probe']) withLatency(spec, o, '--with-probe', { kind: 'probe', engine: 'builtin', probe: probeParams(o) });
+  if (o.idle && !o['with-rr'] && !o['with-probe']) throw new ArgumentError('--idle needs --with-rr or --with-probe');
   if (o.reverse) spec.direction = 'reverse';
   if (o.bidir) spec.direction = 'bidir';
   if (o.repeat) spec.repeat = integer(o.repeat, '--repeat');
@@ -216,14 +231,33 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
   return spec;
 }
 
-/** `--with-rr`: one rr flow per distinct path of the load, started with it (after the idle baseline). */
-function withRr(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions): void {
-  if (o.rr || o.udp) throw new ArgumentError('--with-rr adds an rr flow beside a TCP stream: not with --rr or --udp');
+/** A latency flow's own test, as `--with-rr` and `--with-probe` add it. */
+type LatencyFlowTest = NonNullable<Extract<JobRequest['flows'], unknown[]>[number]['test']>;
+
+/** `--probe-interval` and `--probe-size`, over the probe's defaults. */
+function probeParams(o: RunOptions): NonNullable<JobRequest['probe']> {
+  const params: NonNullable<JobRequest['probe']> = { ...PROBE_DEFAULTS };
+  if (o['probe-interval']) {
+    const ms = Number(o['probe-interval'].replace(/ms$/, ''));
+    if (!Number.isFinite(ms) || ms <= 0) throw new ArgumentError(`--probe-interval: "${o['probe-interval']}" is not a number of milliseconds`);
+    params.interval = ms;
+  }
+  if (o['probe-size']) params.packetSize = parseSize(o['probe-size'], '--probe-size');
+  return params;
+}
+
+/**
+ * `--with-rr` / `--with-probe`: one latency flow of that kind per distinct path of the load
+ * (an rr flow: builtin, 1 connection, TCP_NODELAY), started with it after the idle baseline.
+ */
+function withLatency(spec: Partial<JobRequest> & { flows: JobRequest['flows'] }, o: RunOptions, flag: string, test: LatencyFlowTest): void {
+  if (o.rr || o.udp || o.probe) throw new ArgumentError(`${flag} adds a ${test.kind} flow beside a TCP stream: not with --rr, --udp or --probe`);
   const flows = spec.flows;
-  if (!Array.isArray(flows)) throw new ArgumentError('--with-rr adds an rr flow beside each --from/--to path: not with --mesh, --disjoint or --star');
-  const paths = new Map(flows.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
-  const rr = { requestSize: o.request ? parseSize(o.request, '--request') : 1, responseSize: o.response ? parseSize(o.response, '--response') : 1 };
-  for (const { from, to } of paths.values()) flows.push({ from, to, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr } });
+  if (!Array.isArray(flows)) throw new ArgumentError(`${flag} adds a ${test.kind} flow beside each --from/--to path: not with --mesh, --disjoint or --star`);
+  // The load's paths only: with both flags, the second does not add a flow beside the first one's.
+  const load = flows.filter((f) => !f.test);
+  const paths = new Map(load.map((f) => [`${f.from.agent}:${f.from.interface}>${f.to.agent}:${f.to.interface}`, f]));
+  for (const { from, to } of paths.values()) flows.push({ from, to, test });
   const idle = o.idle === undefined ? 3 : Number(o.idle.replace(/s$/, ''));
   if (!Number.isFinite(idle) || idle < 0) throw new ArgumentError(`--idle: "${o.idle}" is not a number of seconds`);
   if (idle > 0) spec.idleBaseline = idle;

@@ -23,7 +23,8 @@ export interface EngineRules {
 
 export const ENGINE_RULES: Record<EngineName, EngineRules> = {
   builtin: {
-    tests: { stream: ['tcp', 'udp'], rr: ['tcp'] },
+    // The probe is UDP whatever `protocol` says: it does not apply to it.
+    tests: { stream: ['tcp', 'udp'], rr: ['tcp'], probe: ['tcp', 'udp'] },
     specReasons(spec) {
       const reasons: string[] = [];
       const sizes = [spec.udp?.packetSize, ...(spec.sweep?.packetSize ?? [])].filter((n): n is number => n !== undefined);

@@ -1,6 +1,6 @@
 /**
- * A flow's own test (`flows[].test`): one run may mix stream flows with rr flows on the same
- * path, all started together, so the rr flows' round trips are measured under load (flent's
+ * A flow's own test (`flows[].test`): one run may mix stream flows with rr or probe flows on
+ * the same path, all started together, so their round trips are measured under load (flent's
  * RRUL). Everything that plans, checks or reports a flow asks for the spec as that flow sees it.
  */
 import type { FieldError, JobSpec } from './contract.js';
@@ -10,8 +10,8 @@ import { kindOf, TEST_KINDS } from './test-kinds/index.js';
 export function flowSpec(spec: JobSpec, flowIndex: number): JobSpec {
   const own = spec.flows[flowIndex]?.test;
   if (!own) return spec;
-  const { kind, rr, ...params } = own;
-  const mixed = { ...spec, ...params, test: kind, ...(rr ? { rr } : {}) };
+  const { kind, rr, probe, ...params } = own;
+  const mixed = { ...spec, ...params, test: kind, ...(rr ? { rr } : {}), ...(probe ? { probe } : {}) };
   const test = TEST_KINDS[kind];
   return test.withDefaults(test.ownFields(mixed));
 }
@@ -47,8 +47,8 @@ export function flowTestErrors(spec: JobSpec): FieldError[] {
   });
   if (spec.idleBaseline !== undefined) {
     const kinds = flowSpecs(spec).map(kindOf);
-    if (!kinds.some((k) => k.latency)) errors.push({ field: 'body.idleBaseline', message: 'needs a flow that measures round trips (a flow with test kind "rr")' });
-    if (kinds.every((k) => k.latency)) errors.push({ field: 'body.idleBaseline', message: 'needs a flow that loads the path (a flow whose test is not "rr")' });
+    if (!kinds.some((k) => k.latency)) errors.push({ field: 'body.idleBaseline', message: 'needs a flow that measures round trips (a flow with test kind "rr" or "probe")' });
+    if (kinds.every((k) => k.latency)) errors.push({ field: 'body.idleBaseline', message: 'needs a flow that loads the path (a flow whose test is neither "rr" nor "probe")' });
   }
   return errors;
 }
@@ -61,7 +61,7 @@ export function withFlowTestDefaults(spec: JobSpec): JobSpec {
     flows: spec.flows.map((flow, i) => {
       if (!flow.test) return flow;
       const own = flowSpec(spec, i);
-      return { ...flow, test: { ...flow.test, ...(own.rr ? { rr: own.rr } : {}) } };
+      return { ...flow, test: { ...flow.test, ...(own.rr ? { rr: own.rr } : {}), ...(own.probe ? { probe: own.probe } : {}) } };
     }),
   };
 }

@@ -10,6 +10,7 @@ import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
+import { idleRoundTrips, roundTrips } from './figure-directions.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { basePoint, searchResults } from './rate-search.js';
 import { buildMatrix, matrixTable } from './matrix-report.js';
@@ -41,10 +42,10 @@ function legFigures(spec: JobSpec, runs: Run[], leg: number, confidence: number)
     udpLossRatio: pick((f) => f.udp?.lossRatio),
     jitterSeconds: pick((f) => f.udp?.jitterSeconds),
     transactionsPerSecond: pick((f) => f.rr?.transactionsPerSecond),
-    rttP50Seconds: pick((f) => f.rr?.rttSeconds.p50),
-    rttP99Seconds: pick((f) => f.rr?.rttSeconds.p99),
-    idleRttP50Seconds: pick((f) => f.rr?.idle?.rttSeconds.p50),
-    idleRttP99Seconds: pick((f) => f.rr?.idle?.rttSeconds.p99),
+    rttP50Seconds: pick((f) => roundTrips(f)?.p50),
+    rttP99Seconds: pick((f) => roundTrips(f)?.p99),
+    idleRttP50Seconds: pick((f) => idleRoundTrips(f)?.p50),
+    idleRttP99Seconds: pick((f) => idleRoundTrips(f)?.p99),
     senderCpuSeconds: pick((f) => f.sender?.cpuSeconds),
     receiverCpuSeconds: pick((f) => f.receiver?.cpuSeconds),
   };
@@ -80,6 +81,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
         bitsPerSecond: sum((f) => f.bitsPerSecond),
         retransmits: spec.protocol === 'tcp' ? sum((f) => f.retransmits) : null,
         transactionsPerSecond: kindOf(spec).headline.name === 'transactionsPerSecond' ? sum((f) => f.rr?.transactionsPerSecond) : null,
+        ...(kindOf(spec).headline.name === 'rttP50Seconds' ? { rttP50Seconds: sum((f) => f.probe?.loaded.rttSeconds.p50) } : {}),
       },
     };
   });
@@ -208,7 +210,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
 
 const ms = (s: RepeatSummary | null) => (s ? (s.mean * 1e3).toFixed(3) : '-');
 
-/** The round trips of a point's rr flows, idle beside loaded with what the load added (ms, means over runs). */
+/** The round trips of a point's rr and probe flows, idle beside loaded with what the load added (ms, means over runs). */
 function rttLines(flows: LegFigures[]): string[] {
   const timed = flows.filter((f) => f.rttP99Seconds);
   if (timed.length === 0) return [];
@@ -222,7 +224,8 @@ function rttLines(flows: LegFigures[]): string[] {
       ...(idle ? [ms(f.idleRttP50Seconds), ms(f.idleRttP99Seconds)] : []), ms(f.rttP50Seconds), ms(f.rttP99Seconds), ...(idle ? [added] : []),
     ];
   });
-  return ['round trips (rr):', alignTable([header, ...rows])];
+  const kinds = [...new Set(timed.map((f) => f.test))].join(', ');
+  return [`round trips (${kinds}):`, alignTable([header, ...rows])];
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);

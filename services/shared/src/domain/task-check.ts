@@ -38,6 +38,12 @@ const TASK_SCHEMA = {
         // A latency flow's duration includes its idle baseline (at most 60 s beyond the job's 3600).
         duration: { type: 'number', minimum: 0.5, maximum: 3660 },
         idleSeconds: spec('idleBaseline'),
+        probe: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['interval', 'packetSize'],
+          properties: { interval: { type: 'number', minimum: 1, maximum: 1000 }, packetSize: { type: 'integer', minimum: 40, maximum: 1472 } },
+        },
         rr: {
           type: 'object',
           additionalProperties: false,

@@ -1,5 +1,13 @@
 import type { Tuning } from './tuning-rules.js';
-import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, RrFigures } from './contract.js';
+import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, ProbeFigures, RrFigures } from './contract.js';
+import type { ReflectorCounts } from './probe-stats.js';
+
+/** What the far end of a probe counted. */
+export interface ProbeReflector {
+  loaded: ReflectorCounts;
+  idle?: ReflectorCounts;
+  rcvbufErrors: number | null;
+}
 
 /** The measurement parameters of one run, after the sweep point is applied. */
 export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp'> & {
@@ -7,6 +15,8 @@ export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'buf
   interval: number;
   /** Present exactly when the test is `rr`, with both sizes resolved. */
   rr?: { requestSize: number; responseSize: number };
+  /** Present exactly when the test is `probe`: milliseconds between sends, datagram bytes. */
+  probe?: { interval: number; packetSize: number };
   /** A latency flow's idle baseline: its first seconds (of `duration`) run before the other flows start. */
   idleSeconds?: number;
 };
@@ -73,6 +83,10 @@ export interface EndReport {
   udp?: EndUdp | null;
   /** Request/response figures, from the end that sent the requests. */
   rr?: RrFigures | null;
+  /** Probe figures: the sending end's, before the far end's counts are added. */
+  probe?: ProbeFigures | null;
+  /** The probe's far end: what it reflected per phase, and its namespace's UDP receive-buffer drops. */
+  reflector?: ProbeReflector | null;
   /** The end's raw engine output was kept under keys.runRaw(runId). */
   rawKept?: boolean;
   /** The kernel's boot id: two ends with the same one read the same clock. */

@@ -443,10 +443,11 @@ export interface components {
          */
         FlowTest: {
             /**
-             * @description `stream` or `rr`, as the job's `test`.
+             * @description `stream`, `rr` or `probe`, as the job's `test`.
              * @enum {string}
              */
-            kind: "stream" | "rr";
+            kind: "stream" | "rr" | "probe";
+            probe?: components["schemas"]["ProbeParams"];
             engine?: components["schemas"]["Engine"];
             /** @description Parallel connections of this flow. */
             streams?: number;
@@ -458,7 +459,7 @@ export interface components {
                 /** @default 1 */
                 responseSize: number;
             };
-        } & (unknown & unknown);
+        } & (unknown & unknown & unknown & unknown);
         /**
          * @description Flows chosen by agent labels, as perfSONAR's pSConfig groups: `mesh` is every ordered
          *     pair of `members`; `disjoint` every member of `a` to every member of `b`; `star` every
@@ -531,11 +532,11 @@ export interface components {
             /** @default builtin */
             engine: components["schemas"]["Engine"];
             /**
-             * @description `stream` measures throughput; `rr` request/response latency.
+             * @description `stream` measures throughput; `rr` request/response latency over TCP; `probe` a UDP latency probe (one small datagram every `probe.interval` ms, reflected by the far end: round trips, one-way delays where both ends share a clock, loss per direction, IPDV). A probe is always UDP: `protocol` does not apply to it.
              * @default stream
              * @enum {string}
              */
-            test: "stream" | "rr";
+            test: "stream" | "rr" | "probe";
             /**
              * @default tcp
              * @enum {string}
@@ -580,6 +581,8 @@ export interface components {
                 packetSize: number;
                 rate: components["schemas"]["UdpRate"];
             };
+            /** @description Parameters of a `test: probe` job (defaults filled in when the test is `probe`). */
+            probe?: components["schemas"]["ProbeParams"];
             /** @description Message sizes of a `test: rr` job (netperf TCP_RR -r). Defaults to 1-byte requests and responses when the test is `rr`. */
             rr?: {
                 /** @default 1 */
@@ -599,10 +602,11 @@ export interface components {
              */
             interval?: number;
             /**
-             * @description Seconds the run's rr flows (a flow's `test.kind: rr`) measure alone before the other
-             *     flows start, so each rr result gives its idle round trips beside the loaded ones
-             *     (`rr.idle`, `rr.rttIncreaseSeconds`). The run lasts this much longer; the load still
-             *     runs `duration`. Needs at least one rr flow and one flow that is not rr (the server
+             * @description Seconds the run's latency flows (a flow's `test.kind: rr` or `probe`) measure alone
+             *     before the other flows start, so each result gives its idle round trips beside the
+             *     loaded ones (`rr.idle`, `rr.rttIncreaseSeconds`; `probe.idle`,
+             *     `probe.rttIncreaseSeconds`). The run lasts this much longer; the load still runs
+             *     `duration`. Needs at least one latency flow and one flow that is not (the server
              *     checks this).
              */
             idleBaseline?: number;
@@ -661,7 +665,7 @@ export interface components {
                 };
                 qdisc?: components["schemas"]["QdiscTuning"];
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /**
          * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
          *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
@@ -798,7 +802,7 @@ export interface components {
             /** @description The figure points are judged by (adaptive repetition, comparisons), summed over the run's flows. */
             headline: {
                 /** @enum {string} */
-                name: "bitsPerSecond" | "transactionsPerSecond";
+                name: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds";
                 unit: string;
             };
             confidence: number;
@@ -825,7 +829,7 @@ export interface components {
                      * @description The flow's test kind.
                      * @enum {string}
                      */
-                    test: "stream" | "rr";
+                    test: "stream" | "rr" | "probe";
                     from: components["schemas"]["Endpoint"];
                     to: components["schemas"]["Endpoint"];
                     bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
@@ -845,6 +849,8 @@ export interface components {
                     bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
                     retransmits: components["schemas"]["NullableRepeatSummary"];
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
+                    /** @description A probe job's headline: its probe flows' round-trip medians, summed (give one probe flow). */
+                    rttP50Seconds?: components["schemas"]["NullableRepeatSummary"];
                 };
             }[];
             /**
@@ -896,7 +902,7 @@ export interface components {
             candidate: components["schemas"]["Id"];
             headline: {
                 /** @enum {string} */
-                name: "bitsPerSecond" | "transactionsPerSecond";
+                name: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds";
                 unit: string;
             };
             /** @description The figure `points` judge, and which way is better. */
@@ -924,7 +930,7 @@ export interface components {
             points: components["schemas"]["ComparedPoint"][];
         };
         /** @enum {string} */
-        MetricName: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds" | "rttP90Seconds" | "rttP99Seconds" | "idleRttP50Seconds" | "idleRttP99Seconds" | "udpLossRatio" | "jitterSeconds" | "retransmits" | "cpuSecondsPerGigabit";
+        MetricName: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds" | "rttP90Seconds" | "rttP99Seconds" | "idleRttP50Seconds" | "idleRttP99Seconds" | "udpLossRatio" | "jitterSeconds" | "retransmits" | "cpuSecondsPerGigabit" | "probeLossRatio" | "ipdvP99Seconds" | "forwardDelayP99Seconds" | "returnDelayP99Seconds";
         MetricDirection: {
             name: components["schemas"]["MetricName"];
             unit: string;
@@ -965,7 +971,7 @@ export interface components {
             /** @enum {string} */
             protocol: "tcp" | "udp";
             /** @enum {string} */
-            test: "stream" | "rr";
+            test: "stream" | "rr" | "probe";
             labels: {
                 [key: string]: string;
             };
@@ -1288,6 +1294,103 @@ export interface components {
                 p99: number;
             };
         };
+        /**
+         * @description The UDP latency probe (irtt-like): one datagram of `packetSize` bytes every `interval`
+         *     ms, sent on absolute times from the start so the schedule does not drift; the far end
+         *     reflects each one with its own receive and send times.
+         */
+        ProbeParams: {
+            /**
+             * @description Milliseconds between sends (1 to 1000: at most 1,000 datagrams/s, so the probe never loads the path it measures).
+             * @default 10
+             */
+            interval: number;
+            /**
+             * @description UDP payload bytes, 40 (its header) to 1472 (one 1500-byte frame).
+             * @default 64
+             */
+            packetSize: number;
+        };
+        /** @description One direction's delays of the datagrams that came back. */
+        ProbeDelays: {
+            forward: components["schemas"]["RttSummary"];
+            return: components["schemas"]["RttSummary"];
+        };
+        /** @description One phase of a probe run (the loaded one, or the idle baseline): counts and delays of the datagrams sent in it. */
+        ProbePhase: {
+            seconds: number;
+            /** @description Datagrams the probe sent. */
+            sent: number;
+            /** @description Distinct datagrams the far end received and sent back (null when it did not report). */
+            reflected: number | null;
+            /** @description Distinct reflections that came back. */
+            received: number;
+            /** @description Lost on the way out (sent - reflected), on the way back (reflected - received) and in all (sent - received); forward and return are null without the far end's count. */
+            lost: {
+                forward: number | null;
+                return: number | null;
+                total: number;
+            };
+            lossRatio: {
+                forward: number | null;
+                return: number | null;
+                total: number;
+            };
+            /** @description Copies of a reflection already received, plus copies the far end saw of a datagram. */
+            duplicates: number;
+            /** @description Late reflections: one that came back after a later one (irtt's late packets). */
+            outOfOrder: number;
+            /** @description Round trip of each datagram that came back, less the far end's dwell between receiving and reflecting it (as irtt). */
+            rttSeconds: components["schemas"]["RttSummary"];
+            /** @description Present only when both ends share a clock (`clock: shared`): delay out (sent to reflected) and back. */
+            oneWayDelaySeconds?: components["schemas"]["ProbeDelays"];
+            /** @description IPDV (irtt's jitter): |delay(i) - delay(i-1)| over consecutive sequence numbers that both came back; round trip always, each direction too (an offset between the clocks cancels out). */
+            ipdvSeconds: {
+                roundTrip: components["schemas"]["RttSummary"];
+                forward: components["schemas"]["RttSummary"];
+                return: components["schemas"]["RttSummary"];
+            };
+        };
+        /**
+         * @description The UDP latency probe's figures, measured by the end that sends. `clock` says which
+         *     delays it reports: `shared` when both ends read one clock (the same kernel boot id, and
+         *     the probe uses CLOCK_MONOTONIC, which a network namespace shares): round trips and
+         *     one-way delays; `separate` otherwise: round trips only.
+         */
+        ProbeFigures: {
+            intervalSeconds: number;
+            packetSize: number;
+            /** @enum {string} */
+            clock: "shared" | "separate";
+            /** @description The datagrams sent under load (all of them without an idle baseline). */
+            loaded: components["schemas"]["ProbePhase"];
+            /** @description How late each send was against its slot (start + i x interval): the probe's own timing, so a late schedule is the probe's fault, not the path's. */
+            schedule: {
+                /**
+                 * Format: date-time
+                 * @description The wall-clock time of the probe's first slot (its sender's clock): the idle phase's slots follow it, then the loaded ones.
+                 */
+                startedAt: string;
+                /** @description Slots the probe sent: the run's, less those already past when it started (`startLateSeconds`). */
+                slots: number;
+                /** @description How long after the run's common start the probe's first slot was (its process came up late); the idle baseline still ends on the run's time. */
+                startLateSeconds: number;
+                latenessSeconds: components["schemas"]["RttSummary"];
+            };
+            /** @description The kernel's Udp RcvbufErrors over the run in each end's network namespace (null where unread): datagrams the probe's own sockets could not take. */
+            socketDrops: {
+                sender: number | null;
+                reflector: number | null;
+            };
+            /** @description With the job's `idleBaseline`: the datagrams sent alone, before the other flows started. */
+            idle?: components["schemas"]["ProbePhase"];
+            /** @description With an idle baseline: loaded minus idle round trip, per percentile. */
+            rttIncreaseSeconds?: {
+                p50: number;
+                p90: number;
+                p99: number;
+            };
+        };
         RttSummary: {
             min: number;
             mean: number;
@@ -1453,6 +1556,8 @@ export interface components {
             retransmits: number | null;
             udp: null | components["schemas"]["UdpFigures"];
             rr: null | components["schemas"]["RrFigures"];
+            /** @description A probe flow's figures (absent or null for other tests). */
+            probe?: null | components["schemas"]["ProbeFigures"];
             intervals: components["schemas"]["Interval"][];
             /** @description Counter deltas of the flow's `from` and `to` interfaces over the run. */
             nic: {

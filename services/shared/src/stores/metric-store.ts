@@ -4,7 +4,8 @@
  * at scrape time.
  */
 import type { Redis } from 'ioredis';
-import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type Run, type Verdict } from '../domain/contract.js';
+import { TERMINAL_STATUSES, type FlowResult, type Job, type JobStatus, type ProbePhase, type Run, type Verdict } from '../domain/contract.js';
+import { roundTrips } from '../domain/figure-directions.js';
 import { PLACES, type Place } from '../domain/attribution.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
@@ -53,6 +54,9 @@ export interface LinkLabels {
 }
 
 
+type Quantiles = { p50: number; p90: number; p99: number };
+const quantiles = (s: Quantiles): Quantiles => ({ p50: s.p50, p90: s.p90, p99: s.p99 });
+
 /** One link's last result, in base units. */
 export interface LinkValues {
   bitsPerSecond: number;
@@ -64,6 +68,8 @@ export interface LinkValues {
   senderCpuSecondsPerBit: number | null;
   receiverCpuSecondsPerBit: number | null;
   rttSeconds: { p50: number; p90: number; p99: number } | null;
+  /** A probe run's one-way delays (both ends on one clock) and loss, each way (absent before the probe). */
+  probe?: { forwardDelay: Quantiles | null; returnDelay: Quantiles | null; loss: { forward: number | null; return: number | null }; ipdv: Quantiles } | null;
   /** A UDP run's lost datagrams by place (absent in results stored before there was one). */
   udpLost?: Record<Place, number> | null;
   bottleneck?: Verdict | null;
@@ -171,6 +177,16 @@ export function linkLabels(job: Job, flow: FlowResult): LinkLabels {
   };
 }
 
+function probeValues(phase: ProbePhase): NonNullable<LinkValues['probe']> {
+  const owd = phase.oneWayDelaySeconds;
+  return {
+    forwardDelay: owd ? quantiles(owd.forward) : null,
+    returnDelay: owd ? quantiles(owd.return) : null,
+    loss: { forward: phase.lossRatio.forward, return: phase.lossRatio.return },
+    ipdv: quantiles(phase.ipdvSeconds.roundTrip),
+  };
+}
+
 function linkValues(flow: FlowResult, endedAt: number): LinkValues {
   const perBit = (end: FlowResult['sender']) => (end && end.bytes > 0 ? end.cpuSeconds / (end.bytes * 8) : null);
   return {
@@ -182,7 +198,8 @@ function linkValues(flow: FlowResult, endedAt: number): LinkValues {
     jitterSeconds: flow.udp?.jitterSeconds ?? null,
     senderCpuSecondsPerBit: perBit(flow.sender),
     receiverCpuSecondsPerBit: perBit(flow.receiver),
-    rttSeconds: flow.rr ? { p50: flow.rr.rttSeconds.p50, p90: flow.rr.rttSeconds.p90, p99: flow.rr.rttSeconds.p99 } : null,
+    rttSeconds: roundTrips(flow) ? quantiles(roundTrips(flow)!) : null,
+    probe: flow.probe ? probeValues(flow.probe.loaded) : null,
     udpLost: flow.lossAttribution ? Object.fromEntries(PLACES.map((p) => [p, flow.lossAttribution![p]])) as Record<Place, number> : null,
     bottleneck: flow.bottleneck?.verdict ?? null,
   };

@@ -3,13 +3,14 @@ import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
 import type { UdpChildInput, UdpChildResult } from './udp-child.js';
+import type { ProbeChildInput, ProbeChildResult } from './probe-child.js';
 import { tcpSocketBufferSupport } from './sockopt.js';
 
-const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child') };
+const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child'), probe: siblingScript(import.meta.url, 'probe-child') };
 
 /**
- * nttcp-style TCP, netperf TCP_RR-style request/response and rude/crude-style constant-rate
- * UDP written in TypeScript; each end runs in its own process so its CPU time is its own.
+ * nttcp-style TCP, netperf TCP_RR-style request/response, rude/crude-style constant-rate UDP
+ * and an irtt-style UDP latency probe written in TypeScript; each end runs in its own process so its CPU time is its own.
  */
 export const builtinEngine: Engine = {
   name: 'builtin',
@@ -22,15 +23,17 @@ export const builtinEngine: Engine = {
 
   async run(task, context): Promise<EngineOutcome> {
     const udp = task.params.protocol === 'udp';
+    // The probe is UDP whatever `protocol` says.
+    const script = task.params.probe ? scripts.probe : udp ? scripts.udp : scripts.tcp;
     // Both ends of a leg derive the same token, so a receiver ignores datagrams not of its leg.
     const token = createHash('sha256').update(`${task.runId}/${task.leg}`).digest().readUInt32BE(0);
-    const input: TcpChildInput | UdpChildInput = { role: task.role, params: task.params, address: context.address, token };
+    const input: TcpChildInput | UdpChildInput | ProbeChildInput = { role: task.role, params: task.params, address: context.address, token };
     if (task.role === 'sender') {
       input.peer = task.peer;
       input.startAt = task.startAt;
     }
     let port: number | null = task.role === 'sender' ? task.peer.port : null;
-    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult>>(udp ? scripts.udp : scripts.tcp, input, context.signal, {
+    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult> & Partial<ProbeChildResult>>(script, input, context.signal, {
       ready: (listening) => {
         port = listening;
         context.ready(listening);
@@ -46,6 +49,8 @@ export const builtinEngine: Engine = {
       port,
       udp: outcome.result?.udp ?? null,
       rr: outcome.result?.rr ?? null,
+      probe: outcome.result?.probe ?? null,
+      reflector: outcome.result?.reflector ?? null,
       retransmits: outcome.result?.retransmits ?? null,
       socketBuffers: outcome.result?.socketBuffers,
     };

@@ -1,5 +1,6 @@
 import type { JobSpec } from '../contract.js';
 import type { TestKind, TestName } from './kind.js';
+import { probeKind } from './probe.js';
 import { rrKind } from './rr.js';
 import { streamKind } from './stream.js';
 
@@ -9,6 +10,7 @@ export type { Headline, TestKind, TestName } from './kind.js';
 export const TEST_KINDS: Record<TestName, TestKind> = {
   stream: streamKind,
   rr: rrKind,
+  probe: probeKind,
 };
 
 /** The kind a spec asks for. */

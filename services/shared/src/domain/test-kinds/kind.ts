@@ -5,7 +5,7 @@ export type TestName = JobSpec['test'];
 
 /** The figure a run is judged by: summed over its flows, with its units for JSON and for tables. */
 export interface Headline {
-  name: 'bitsPerSecond' | 'transactionsPerSecond';
+  name: 'bitsPerSecond' | 'transactionsPerSecond' | 'rttP50Seconds';
   /** Base unit, as in JSON. */
   unit: string;
   /** How tables show it: value / scale in `tableUnit`, with `digits` decimals. */

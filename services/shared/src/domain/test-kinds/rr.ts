@@ -11,6 +11,7 @@ export const rrKind: TestKind = {
     if (spec.direction === 'bidir') errors.push({ field: 'body.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
     if (spec.sweep?.direction?.includes('bidir')) errors.push({ field: 'body.sweep.direction', message: 'test "rr" has no bidir: requests go one way and responses the other' });
     if (spec.udp) errors.push({ field: 'body.udp', message: 'applies to test "stream" only' });
+    if (spec.probe) errors.push({ field: 'body.probe', message: 'applies to test "probe" only' });
     return errors;
   },
 
@@ -20,7 +21,7 @@ export const rrKind: TestKind = {
     rr: { requestSize: point.requestSize ?? spec.rr?.requestSize ?? 1, responseSize: point.responseSize ?? spec.rr?.responseSize ?? 1 },
   }),
 
-  ownFields: ({ udp: _udp, ...spec }) => spec,
+  ownFields: ({ udp: _udp, probe: _probe, ...spec }) => spec,
 
   latency: true,
 

@@ -10,6 +10,7 @@ export const streamKind: TestKind = {
     const errors: FieldError[] = [];
     if (spec.protocol === 'udp' && !spec.udp) errors.push({ field: 'body.udp', message: 'is required when protocol is "udp"' });
     if (spec.rr) errors.push({ field: 'body.rr', message: 'applies to test "rr" only' });
+    if (spec.probe) errors.push({ field: 'body.probe', message: 'applies to test "probe" only' });
     for (const dimension of ['requestSize', 'responseSize'] as const) {
       if (spec.sweep?.[dimension]) errors.push({ field: `body.sweep.${dimension}`, message: 'applies to test "rr" only' });
     }
@@ -20,7 +21,7 @@ export const streamKind: TestKind = {
 
   params: () => ({}),
 
-  ownFields({ rr: _rr, ...spec }) {
+  ownFields({ rr: _rr, probe: _probe, ...spec }) {
     if (!spec.sweep?.requestSize && !spec.sweep?.responseSize) return spec;
     const { requestSize: _request, responseSize: _response, ...sweep } = spec.sweep;
     return { ...spec, sweep };

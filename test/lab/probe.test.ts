@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { command } from '@niclab/shared/runtime/command';
+import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { irttRun, irttServer, quantile, type IrttSample, type IrttStats } from '../helpers/irtt.js';
+
+/**
+ * The UDP latency probe against irtt, its reference, on the same path at the same time: A's
+ * egress is tbf at 100 Mbit/s with a 50 ms queue, B reflects both (niclab's probe and irtt's
+ * server). Each run: four TCP streams A->B and one probe flow A->B (10 ms, 64 bytes), the probe
+ * alone for 2 s first; irtt sends every 10 ms from A for the whole job. Both ends are namespaces
+ * on one kernel, so the probe reports one-way delays too.
+ */
+const RATE = '100mbit';
+const DURATION = 4;
+const IDLE = 2;
+
+const udpRcvbufErrors = async (namespace: string) => {
+  const stdout = await command('ip', ['netns', 'exec', namespace, 'cat', '/proc/net/snmp']);
+  const lines = stdout.split('\n').filter((l) => l.startsWith('Udp: '));
+  const names = lines[0]!.split(/\s+/);
+  return Number(lines[1]!.split(/\s+/)[names.indexOf('RcvbufErrors')]);
+};
+
+describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_ROOT }, () => {
+  let t: TestLab;
+  let server: ChildProcess | undefined;
+  let mixed: { jobId: string; runs: any[]; irtt: IrttSample[]; irttStats: IrttStats };
+  const drops = { before: [0, 0], after: [0, 0] };
+
+  before(async () => {
+    t = await startTestLab(2, `A=${RATE},B=${RATE}`);
+    const [a, b] = t.lab.hosts;
+    await command('tc', ['-n', a!.namespace, 'qdisc', 'change', 'dev', 'eth1', 'root', 'tbf', 'rate', RATE, 'burst', '50000b', 'latency', '50ms']);
+    server = irttServer(b!);
+    await new Promise((r) => setTimeout(r, 500));
+    drops.before = await Promise.all([a!, b!].map((h) => udpRcvbufErrors(h.namespace)));
+    const probes = irttRun(a!, b!, 40);
+    const probe = { ...flow('A', 'B'), test: { kind: 'probe', engine: 'builtin', probe: { interval: 10, packetSize: 64 } } };
+    const job = await t.client.succeed({ engine: 'builtin', streams: 4, duration: DURATION, idleBaseline: IDLE, repeat: 3, flows: [flow('A', 'B'), probe] }, 120_000);
+    const { samples, stats } = await probes;
+    mixed = { jobId: job.id, runs: job.runs, irtt: samples, irttStats: stats };
+    drops.after = await Promise.all([a!, b!].map((h) => udpRcvbufErrors(h.namespace)));
+  });
+  after(async () => {
+    if (server?.pid) process.kill(server.pid, 'SIGTERM');
+    await t?.close();
+  });
+
+  /** irtt's round trips in each run's idle baseline and in its load, on the probe's own timeline. */
+  const windows = () => mixed.runs.map((run) => {
+    const [stream, probe] = run.flows;
+    const within = (from: number, to: number) => mixed.irtt.filter((s) => s.at >= from && s.at < to).map((s) => s.rttMs);
+    // irtt's round trips sent in the probe's own phases: its idle slots from its first, then its loaded ones.
+    const { schedule, idle, loaded } = probe.probe;
+    const loadStart = Date.parse(schedule.startedAt) + idle.sent * 10;
+    return { stream, probe: probe.probe, idle: within(Date.parse(schedule.startedAt), loadStart), loaded: within(loadStart, loadStart + loaded.sent * 10) };
+  });
+
+  /*
+   * Both are isochronous 10 ms UDP probes through the same tbf queue over the same windows: they
+   * sample the same queue, so their loaded medians must agree within 20% + 1 ms (irtt's slots
+   * fall 0-10 ms apart from the probe's in a queue that swings by tens of ms); idle,
+   * both see an empty queue: medians within 0.5 ms, the bound the rr test keeps (the probe's
+   * two Node event-loop wake-ups per round trip cost 0.1-0.45 ms over irtt's Go on this shared
+   * host). The p99 (the third-largest of some 250 round trips) is the probe's weak side: at nice
+   * -10 it ran 0.98-1.7x irtt's on this 2-core host at load 8-12 (its own wake-ups behind the
+   * streams' processes), so it must lie within 0.8x - 2 ms and 2x + 2 ms of irtt's. Before the
+   * probe ran at nice -10 its loaded p50 ran 1-11 ms over irtt's and its p99 up to 2.1x.
+   */
+  test("the probe's round trips follow irtt's, idle and loaded", (ctx) => {
+    const problems: string[] = [];
+    for (const w of windows()) {
+      const [irttIdle, irttP50, irttP99] = [quantile(w.idle, 0.5), quantile(w.loaded, 0.5), quantile(w.loaded, 0.99)];
+      const [idleP50, loadedP50, loadedP99] = [w.probe.idle.rttSeconds.p50 * 1e3, w.probe.loaded.rttSeconds.p50 * 1e3, w.probe.loaded.rttSeconds.p99 * 1e3];
+      ctx.diagnostic(`${(w.stream.bitsPerSecond / 1e6).toFixed(1)} Mbit/s; idle p50 probe ${idleP50.toFixed(3)} ms, irtt ${irttIdle.toFixed(3)} ms; loaded p50 probe ${loadedP50.toFixed(2)} ms, irtt ${irttP50.toFixed(2)} ms; loaded p99 probe ${loadedP99.toFixed(2)} ms, irtt ${irttP99.toFixed(2)} ms (irtt ${w.idle.length}/${w.loaded.length} samples, probe ${w.probe.idle.received}/${w.probe.loaded.received})`);
+      if (!(w.idle.length > 0.9 * w.probe.idle.sent && w.loaded.length > 0.9 * w.probe.loaded.sent)) problems.push(`irtt samples ${w.idle.length} idle, ${w.loaded.length} loaded`);
+      if (!(Math.abs(idleP50 - irttIdle) < 0.5)) problems.push(`idle p50 probe ${idleP50} ms, irtt ${irttIdle} ms`);
+      if (!(Math.abs(loadedP50 - irttP50) <= 0.2 * irttP50 + 1)) problems.push(`loaded p50 probe ${loadedP50} ms, irtt ${irttP50} ms`);
+      if (!(0.8 * irttP99 - 2 <= loadedP99 && loadedP99 <= 2 * irttP99 + 2)) problems.push(`loaded p99 probe ${loadedP99} ms, irtt ${irttP99} ms`);
+      if (!(loadedP50 > 5 * idleP50)) problems.push(`the load did not show: idle ${idleP50} ms, loaded ${loadedP50} ms`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  test('both ends on one kernel: one-way delays, the queue on the forward way, and out + back = the round trip', (ctx) => {
+    for (const w of windows()) {
+      const { probe } = w;
+      assert.equal(probe.clock, 'shared');
+      const owd = probe.loaded.oneWayDelaySeconds;
+      const [fwd, back, rtt] = [owd.forward.p50 * 1e3, owd.return.p50 * 1e3, probe.loaded.rttSeconds.p50 * 1e3];
+      const pct = (q: any) => `${(q.min * 1e3).toFixed(3)}/${(q.p50 * 1e3).toFixed(3)}/${(q.p90 * 1e3).toFixed(3)}/${(q.max * 1e3).toFixed(3)}`;
+      ctx.diagnostic(`idle min/p50/p90/max: forward ${pct(probe.idle.oneWayDelaySeconds.forward)} ms, return ${pct(probe.idle.oneWayDelaySeconds.return)} ms, rtt ${pct(probe.idle.rttSeconds)}; lateness ${pct(probe.schedule.latenessSeconds)}`);
+      ctx.diagnostic(`loaded p50: forward ${fwd.toFixed(3)} ms + return ${back.toFixed(3)} ms vs rtt ${rtt.toFixed(3)} ms; ipdv p99 ${(probe.loaded.ipdvSeconds.roundTrip.p99 * 1e3).toFixed(3)} ms`);
+      assert.ok(owd.forward.min >= 0 && owd.return.min >= 0, 'a negative one-way delay: the clocks are not one');
+      // A's egress holds the queue: the delay is on the way out, the way back (ACKs only) stays short.
+      assert.ok(fwd > 5 * back, `forward ${fwd} ms, return ${back} ms`);
+      assert.ok(Math.abs(fwd + back - rtt) <= 0.1 * rtt + 0.2, `forward ${fwd} + return ${back} vs rtt ${rtt}`);
+    }
+  });
+
+  test('loss per direction adds up, and the probe is not its own bottleneck (sends on time, no socket drops)', (ctx) => {
+    for (const w of windows()) {
+      const { probe } = w;
+      for (const phase of [probe.idle, probe.loaded]) {
+        assert.equal(phase.lost.forward + phase.lost.return, phase.lost.total);
+        assert.equal(phase.sent - phase.lost.forward, phase.reflected);
+        assert.ok(phase.received > 0.95 * phase.sent, `received ${phase.received} of ${phase.sent}`);
+      }
+      assert.equal(probe.idle.sent + probe.loaded.sent, probe.schedule.slots);
+      assert.equal(probe.schedule.slots, Math.round(((DURATION + IDLE) * 1000 - probe.schedule.startLateSeconds * 1000) / 10));
+      const late = probe.schedule.latenessSeconds;
+      ctx.diagnostic(`irtt's server processing time: median ${((mixed.irttStats.server_processing_time.median ?? NaN) / 1e6).toFixed(3)} ms, mean ${(mixed.irttStats.server_processing_time.mean / 1e6).toFixed(3)} ms, max ${(mixed.irttStats.server_processing_time.max / 1e6).toFixed(3)} ms`);
+      ctx.diagnostic(`irtt's own timer error: median ${((mixed.irttStats.timer_error.median ?? NaN) / 1e6).toFixed(3)} ms, mean ${(mixed.irttStats.timer_error.mean / 1e6).toFixed(3)} ms, max ${(mixed.irttStats.timer_error.max / 1e6).toFixed(3)} ms`);
+      ctx.diagnostic(`send lateness p50 ${(late.p50 * 1e3).toFixed(3)} ms, p99 ${(late.p99 * 1e3).toFixed(3)} ms, max ${(late.max * 1e3).toFixed(3)} ms; socket drops ${JSON.stringify(probe.socketDrops)}`);
+      // Reported, not a timing target (those belong in bench/): each send's lateness is its own, so no round trip carries it.
+      assert.ok(late.min >= 0 && late.p50 <= late.p99 && late.p99 <= late.max, JSON.stringify(late));
+      assert.deepEqual(probe.socketDrops, { sender: 0, reflector: 0 });
+    }
+    // The kernel's own count over the whole job agrees: no UDP receive-buffer drops at either end.
+    assert.deepEqual(drops.after.map((n, i) => n - drops.before[i]!), [0, 0]);
+  });
+
+  test("the report shows the probe's idle and loaded round trips side by side", async () => {
+    const text = await (await fetch(`${t.client.base}/v1/jobs/${mixed.jobId}/report?format=table`)).text();
+    assert.match(text, /round trips \(probe\):/);
+    assert.match(text, /idle p50 ms +idle p99 ms +loaded p50 ms +loaded p99 ms +\+p99 ms/);
+    assert.match(text, /\n +1 +A:eth1 -> B:eth1 +- +\d+\.\d{3} +\d+\.\d{3} +\d+\.\d{3} +\d+\.\d{3} +\d+\.\d{3}/);
+  });
+
+  test('a job of its own: test probe alone reports round trips, and compare reads lower as better', async () => {
+    const job = await t.client.succeed({ engine: 'builtin', test: 'probe', duration: 2, probe: { interval: 5 }, flows: [flow('A', 'B')] }, 60_000);
+    const [f] = job.runs[0].flows;
+    assert.equal(f.probe.schedule.slots, Math.round((2000 - f.probe.schedule.startLateSeconds * 1000) / 5));
+    assert.equal(f.probe.packetSize, 64);
+    assert.equal(f.probe.idle, undefined);
+    assert.ok(f.probe.loaded.rttSeconds.p50 > 0 && f.probe.loaded.rttSeconds.p50 < 5e-3, `idle link p50 ${f.probe.loaded.rttSeconds.p50}`);
+    const report: any = await (await fetch(`${t.client.base}/v1/jobs/${job.id}/report?format=json`)).json();
+    assert.deepEqual(report.headline, { name: 'rttP50Seconds', unit: 's' });
+  });
+});
