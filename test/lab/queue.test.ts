@@ -40,8 +40,8 @@ function kernelLacks(kind: string): string | false {
 }
 /**
  * This machine's kernel (and so CI's) has no fq_codel: there the fq_codel side cannot be measured,
- * and what is proven instead is that asking for it is refused clearly and changes nothing. Not a
- * skip: CI may skip nothing, and the refusal is behaviour a lab with such a kernel meets.
+ * and what is proven instead is that asking for it is refused clearly and changes nothing. CI
+ * may leave nothing out, and the refusal is behaviour a lab with such a kernel meets.
  */
 const NO_FQ_CODEL = kernelLacks('fq_codel');
 
