@@ -22,7 +22,7 @@ export interface RunErrorKind {
 export const RUN_ERRORS = {
   canceled: { meaning: 'The job was canceled, or the run abandoned, before it ended.', retryable: false, fault: 'user', consequence: true },
   deadline_exceeded: { meaning: "The run passed its deadline (duration + setup allowance); its processes were killed.", retryable: false, fault: 'lab', consequence: true },
-  no_data: { meaning: 'The receiver saw its sender close without any data.', retryable: false, fault: 'lab', consequence: true },
+  no_data: { meaning: 'No data came through: the receiver saw its sender close without any, or a request/response or probe flow got no round trip back under the load.', retryable: false, fault: 'lab', consequence: true },
   no_report: { meaning: "An end did not report before the run's deadline.", retryable: false, fault: 'niclab', consequence: true },
   agent_shutdown: { meaning: "An end's agent was stopped during the run.", retryable: false, fault: 'host', cause: true },
   agent_lost: { meaning: "An agent missed its heartbeats (or deregistered) during the run.", retryable: true, fault: 'host', cause: true },

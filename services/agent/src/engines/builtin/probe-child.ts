@@ -203,6 +203,8 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
   if (asyncError && (asyncError as NodeJS.ErrnoException).code !== 'ECONNREFUSED') throw asyncError;
   const idleSlots = Math.min(slots, Math.ceil(idleMs / interval));
   const loaded = probePhase(samples.slice(idleSlots), seen.loaded, (input.params.duration * 1000 - idleMs) / 1000);
+  // Nothing back is no figure: a zero round trip would read as the best there is.
+  if (loaded.received === 0) throw Object.assign(new Error(`none of the probe's ${loaded.sent} datagrams under the load came back`), { code: 'no_data' });
   const figures: ProbeFigures = {
     intervalSeconds: interval / 1000,
     packetSize,
@@ -212,9 +214,11 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
     schedule: { slots, startedAt: new Date(startedAt).toISOString(), startLateSeconds: startLateMs / 1000, latenessSeconds: rttSummary(Float64Array.from(lateness).sort()) },
     socketDrops: { sender: drops, reflector: null },
   };
-  if (idleSlots > 0) {
-    figures.idle = probePhase(samples.slice(0, idleSlots), seen.idle, idleMs / 1000);
-    figures.rttIncreaseSeconds = rttIncrease(loaded, figures.idle);
+  const idle = idleSlots > 0 ? probePhase(samples.slice(0, idleSlots), seen.idle, idleMs / 1000) : null;
+  // An idle phase with nothing back (every slot lost, or a probe that came up after it) has no round trip to stand beside the load's.
+  if (idle && idle.received > 0) {
+    figures.idle = idle;
+    figures.rttIncreaseSeconds = rttIncrease(loaded, idle);
   }
   return { figures: endFigures(slots * packetSize, realSeconds, cpuUsed, slots), intervals: [], probe: figures };
 }

@@ -227,7 +227,10 @@ async function request(input: TcpChildInput): Promise<TcpChildResult> {
   const end = performance.now();
   const realSeconds = (end - t0) / 1000;
   const transactions = idle.length + loaded.length;
-  const rr = rrFigures(sizes, loaded, (end - Math.max(t0, loadAt)) / 1000, idleSeconds > 0 ? { rtts: idle, seconds: Math.max(0, loadAt - t0) / 1000 } : undefined);
+  // No round trip is no figure: a zero would read as the best RTT there is.
+  if (loaded.length === 0) throw Object.assign(new Error('no transaction completed under the load'), { code: 'no_data' });
+  // An end that came up after the idle baseline had ended has none: no idle figure, rather than 0 ms.
+  const rr = rrFigures(sizes, loaded, (end - Math.max(t0, loadAt)) / 1000, idleSeconds > 0 && idle.length > 0 ? { rtts: idle, seconds: Math.max(0, loadAt - t0) / 1000 } : undefined);
   return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], rr, ...socketBuffers };
 }
 
