@@ -74,19 +74,25 @@ async function restoreQdisc(step: RestoreStep): Promise<void> {
     return;
   }
   const tbf = step.tbfDefaultChild;
-  // With its child removed tbf holds noop (it drops everything) until the change makes its default child again.
-  await command('tc', ['qdisc', 'del', 'dev', tbf.dev, 'parent', `${tbf.handle}1`]);
+  // With its child removed tbf holds noop (it drops everything) until the change makes its default
+  // child again. The delete may find the child gone already (a restore that died between its two
+  // steps, run again by recover()): the change below is what matters, and its read-back decides.
+  await command('tc', ['qdisc', 'del', 'dev', tbf.dev, 'parent', `${tbf.handle}1`]).catch(() => undefined);
   const search = {};
   let burst = nextTbfBurst(tbf.burstBytes, search);
   let now: TcQdisc[] = [];
+  let failed: Error | null = null;
   for (let attempt = 0; attempt < TBF_ATTEMPTS; attempt++) {
-    await command('tc', tbfChangeArgs(tbf, burst));
+    // A change that fails (tc killed by its timeout on a loaded host) is tried again: giving up
+    // here would leave the link on noop, dropping everything.
+    const changed = await command('tc', tbfChangeArgs(tbf, burst)).then(() => true, (error: Error) => ((failed = error), false));
+    if (!changed) continue;
     now = qdiscSetup(await readQdiscs(tbf.dev));
     if (isDeepStrictEqual(now, tbf.expect)) return;
     const read = now.find((q) => q.root)?.options?.burst;
     burst = nextTbfBurst(tbf.burstBytes, search, burst, typeof read === 'number' ? read : 0);
   }
-  throw new Error(`${tbf.dev}'s qdiscs are ${JSON.stringify(now)}, were ${JSON.stringify(tbf.expect)}`);
+  throw new Error(`${tbf.dev}'s qdiscs are ${JSON.stringify(now)}, were ${JSON.stringify(tbf.expect)}${failed ? ` (last tc error: ${(failed as Error).message})` : ''}`);
 }
 
 /** `ethtool -k` output: "generic-receive-offload: on" (possibly "[fixed]"). */
@@ -271,8 +277,12 @@ export class Tuner {
     const record = this.load();
     const before = record.runs[runId];
     if (!before) return;
+    const failed: string[] = [];
     const attempt = async (what: string, work: () => Promise<unknown>) => {
-      await work().catch((error: Error) => this.log.error({ err: error, runId, what }, 'could not restore a tuned setting'));
+      await work().catch((error: Error) => {
+        failed.push(what);
+        this.log.error({ err: error, runId, what }, 'could not restore a tuned setting');
+      });
     };
     for (const [iface, was] of Object.entries(before.interfaces)) {
       // First: the qdisc came last, and a default root that follows txqueuelen is made again before it changes back.
@@ -285,6 +295,7 @@ export class Tuner {
     for (const [name, value] of Object.entries(before.sysctl)) await attempt(name, () => writeFile(sysctlPath(name), value));
     delete record.runs[runId];
     this.save(record);
-    this.log.info({ runId, interfaces: Object.keys(before.interfaces), sysctl: Object.keys(before.sysctl) }, 'tuning restored');
+    if (failed.length) this.log.error({ runId, failed }, 'tuning restored except what failed');
+    else this.log.info({ runId, interfaces: Object.keys(before.interfaces), sysctl: Object.keys(before.sysctl) }, 'tuning restored');
   }
 }
