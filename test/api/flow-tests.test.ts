@@ -63,3 +63,16 @@ test("a probe flow beside the load: its own params with defaults, the idle basel
   assert.deepEqual(withFlowTestDefaults(bare).flows[1]!.test!.probe, { interval: 10, packetSize: 64 });
   assert.match(flowTestErrors({ ...bare, direction: 'bidir' }).map((e) => `${e.field}: ${e.message}`).join(), /body.flows\[1\].test.direction: test "probe" has no bidir/);
 });
+
+test("a probe job's headline is its worst path's median round trip, not the sum over its paths; a stream job's still adds up", () => {
+  const probeSpec: JobSpec = { ...spec, test: 'probe', engine: 'builtin', protocol: 'udp', idleBaseline: undefined, sweep: undefined, probe: { interval: 10, packetSize: 64 }, flows: [path, path, path] };
+  const probed = (flowIndex: number, p50: number | null): FlowResult => ({
+    flowIndex, direction: 'forward', ...path, sender: null, receiver: null, bitsPerSecond: null, retransmits: null, udp: null, rr: null,
+    probe: p50 === null ? null : { loaded: { rttSeconds: { min: p50, mean: p50, p50, p90: p50, p99: p50, max: p50 } } } as unknown as FlowResult['probe'],
+    intervals: [], nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: {},
+  });
+  const run = { status: 'succeeded', flows: [probed(0, 0.017), probed(1, 0.019), probed(2, null)] } as unknown as Run;
+  assert.equal(runValue(probeSpec, run), 0.019, 'two paths at 17 and 19 ms: a run at 19 ms');
+  const streams = { status: 'succeeded', flows: [0, 1, 2].map((i) => ({ ...probed(i, null), bitsPerSecond: 30e6 })) } as unknown as Run;
+  assert.equal(runValue({ ...spec, flows: [path, path, path] }, streams), 90e6);
+});

@@ -2,10 +2,11 @@
  * A job as a campaign: which of its planned runs are still needed (adaptive repetition), and
  * the headline figure each run contributes to its point's statistics.
  */
-import type { ErrorInfo, JobSpec, Run } from './contract.js';
+import type { ErrorInfo, FlowResult, JobSpec, Run } from './contract.js';
 import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from './plan.js';
 import { halfWidthPercent, summarize } from './statistics.js';
 import { kindOf, type Headline } from './test-kinds/index.js';
+import { combineHeadline } from './test-kinds/kind.js';
 import { maxSearchRuns, RateSearch } from './rate-search.js';
 import { perFinishedRuns } from './finished-runs.js';
 import { measuresHeadline } from './flow-tests.js';
@@ -18,11 +19,17 @@ export function headline(spec: JobSpec): { name: Headline['name']; unit: string 
   return { name, unit };
 }
 
-/** A succeeded run's headline value (summed over its flows), or null. */
+/** A succeeded run's headline value over its flows (summed, or the worst path's for a delay), or null. */
 export function runValue(spec: JobSpec, run: Run): number | null {
   if (run.status !== 'succeeded') return null;
-  const { flowValue } = kindOf(spec).headline;
-  return run.flows.reduce((sum, f) => sum + (measuresHeadline(spec, f.flowIndex) ? (flowValue(f) ?? 0) : 0), 0);
+  return headlineOf(spec, run.flows);
+}
+
+/** The headline over the flows that measure it, combined as the test kind says; 0 for a rate no flow carried. */
+export function headlineOf(spec: JobSpec, flows: FlowResult[]): number | null {
+  const headline = kindOf(spec).headline;
+  const values = flows.filter((f) => measuresHeadline(spec, f.flowIndex)).map((f) => headline.flowValue(f)).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  return combineHeadline(headline, values) ?? (headline.combine === 'sum' ? 0 : null);
 }
 
 export interface PointState {

@@ -4,7 +4,7 @@
  */
 import { alignTable } from './text-table.js';
 import { whereLost } from './attribution.js';
-import { byPoint, headline, pointStates } from './campaign.js';
+import { byPoint, headline, headlineOf, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
@@ -81,7 +81,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
         bitsPerSecond: sum((f) => f.bitsPerSecond),
         retransmits: spec.protocol === 'tcp' ? sum((f) => f.retransmits) : null,
         transactionsPerSecond: kindOf(spec).headline.name === 'transactionsPerSecond' ? sum((f) => f.rr?.transactionsPerSecond) : null,
-        ...(kindOf(spec).headline.name === 'rttP50Seconds' ? { rttP50Seconds: sum((f) => f.probe?.loaded.rttSeconds.p50) } : {}),
+        ...(kindOf(spec).headline.name === 'rttP50Seconds' ? { rttP50Seconds: summaryOf(ok.map((r) => headlineOf(spec, r.flows)), confidence) } : {}),
       },
     };
   });

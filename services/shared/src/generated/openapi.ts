@@ -799,7 +799,7 @@ export interface components {
         Report: {
             jobId: components["schemas"]["Id"];
             status: components["schemas"]["JobStatus"];
-            /** @description The figure points are judged by (adaptive repetition, comparisons), summed over the run's flows. */
+            /** @description The figure points are judged by (adaptive repetition, comparisons), over the run's flows that measure it, summed for a rate (throughput, transactions/s), the worst path's for a probe's round-trip median. */
             headline: {
                 /** @enum {string} */
                 name: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds";
@@ -849,7 +849,7 @@ export interface components {
                     bitsPerSecond: components["schemas"]["NullableRepeatSummary"];
                     retransmits: components["schemas"]["NullableRepeatSummary"];
                     transactionsPerSecond: components["schemas"]["NullableRepeatSummary"];
-                    /** @description A probe job's headline: its probe flows' round-trip medians, summed (give one probe flow). */
+                    /** @description A probe job's headline: the worst of its probe flows' round-trip medians (a run is as slow as its slowest path). */
                     rttP50Seconds?: components["schemas"]["NullableRepeatSummary"];
                 };
             }[];

@@ -3,7 +3,7 @@ import type { EngineParams } from '../task.js';
 
 export type TestName = JobSpec['test'];
 
-/** The figure a run is judged by: summed over its flows, with its units for JSON and for tables. */
+/** The figure a run is judged by: over its flows (`combine`), with its units for JSON and for tables. */
 export interface Headline {
   name: 'bitsPerSecond' | 'transactionsPerSecond' | 'rttP50Seconds';
   /** Base unit, as in JSON. */
@@ -12,6 +12,17 @@ export interface Headline {
   table: { scale: number; unit: string; digits: number };
   /** One flow's share of the run's headline value (null when the flow measured none). */
   flowValue(flow: FlowResult): number | null | undefined;
+  /**
+   * The run's value from its flows' (at least one): a rate adds up over flows; a delay does not,
+   * the run is as slow as its slowest path.
+   */
+  combine: 'sum' | 'worst';
+}
+
+/** The run's headline from its flows' values (those present); null when none measured it. */
+export function combineHeadline(headline: Pick<Headline, 'combine'>, values: number[]): number | null {
+  if (!values.length) return null;
+  return headline.combine === 'sum' ? values.reduce((a, b) => a + b, 0) : Math.max(...values);
 }
 
 /**

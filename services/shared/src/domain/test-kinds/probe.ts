@@ -44,5 +44,7 @@ export const probeKind: TestKind = {
     unit: 's',
     table: { scale: 1e-3, unit: 'ms RTT p50', digits: 3 },
     flowValue: (flow) => flow.probe?.loaded.rttSeconds.p50,
+    // Two probed paths at 17 ms each are a run at 17 ms, not 34: the worst path's median.
+    combine: 'worst',
   },
 };

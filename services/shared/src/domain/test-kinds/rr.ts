@@ -32,5 +32,6 @@ export const rrKind: TestKind = {
     unit: 'transactions/s',
     table: { scale: 1, unit: 'transactions/s', digits: 1 },
     flowValue: (flow) => flow.rr?.transactionsPerSecond,
+    combine: 'sum',
   },
 };

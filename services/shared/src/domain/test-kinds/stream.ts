@@ -36,5 +36,6 @@ export const streamKind: TestKind = {
     unit: 'bits/s',
     table: { scale: 1e6, unit: 'Mbit/s', digits: 2 },
     flowValue: (flow) => flow.bitsPerSecond,
+    combine: 'sum',
   },
 };
