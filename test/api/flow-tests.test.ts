@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { FlowResult, JobSpec, Run } from '@niclab/shared/domain/contract';
+import type { FlowResult, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { flowSpec, flowTestErrors, startDelaySeconds, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
 import { runValue } from '@niclab/shared/domain/campaign';
+import { summarizeRun } from '@niclab/shared/stores/results';
 import { rrFigures } from '@niclab/shared/domain/figures';
 import { paramsAt } from '@niclab/shared/domain/plan';
 
@@ -75,4 +76,15 @@ test("a probe job's headline is its worst path's median round trip, not the sum 
   assert.equal(runValue(probeSpec, run), 0.019, 'two paths at 17 and 19 ms: a run at 19 ms');
   const streams = { status: 'succeeded', flows: [0, 1, 2].map((i) => ({ ...probed(i, null), bitsPerSecond: 30e6 })) } as unknown as Run;
   assert.equal(runValue({ ...spec, flows: [path, path, path] }, streams), 90e6);
+});
+
+test("a run's summary (history, the run event) carries a probe flow's round-trip median as it does an rr flow's", () => {
+  const rtt = (p50: number) => ({ min: p50, mean: p50, p50, p90: p50, p99: p50, max: p50 });
+  const base = { direction: 'forward', ...path, sender: null, receiver: null, bitsPerSecond: null, retransmits: null, udp: null, intervals: [], nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: {} };
+  const run = { id: 'r', index: 0, status: 'succeeded', point: {}, error: null, flows: [
+    { ...base, flowIndex: 0, rr: null, probe: { loaded: { rttSeconds: rtt(0.017) } } },
+    { ...base, flowIndex: 1, rr: { transactionsPerSecond: 10, rttSeconds: rtt(0.002) }, probe: null },
+  ] } as unknown as Run;
+  const job = { id: 'j', spec: { ...spec, test: 'probe' }, labels: {} } as unknown as Job;
+  assert.deepEqual(summarizeRun(job, run).flows.map((f) => f.rttP50Seconds), [0.017, 0.002]);
 });

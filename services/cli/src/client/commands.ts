@@ -8,6 +8,7 @@ import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/cont
 import { pointLabel } from '@niclab/shared/domain/report';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
+import { combineHeadline } from '@niclab/shared/domain/test-kinds/kind';
 import { measuresHeadline } from '@niclab/shared/domain/flow-tests';
 import { Api, ClientError } from './http.js';
 import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
@@ -246,9 +247,11 @@ async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; jso
     if (event === 'run') {
       const run = data.run;
       point = pointLabel(run.point);
-      const { name, table } = kindOf(run).headline;
+      const headline = kindOf(run).headline;
+      const { name, table } = headline;
       // The job's own test's flows only: an rr flow beside a stream is no part of its throughput.
-      const value = run.flows.reduce((a: number, f: Record<string, number | null>) => a + (measuresHeadline(submitted.spec, f.flowIndex!) ? (f[name] ?? 0) : 0), 0);
+      const values = run.flows.filter((f: Record<string, number | null>) => measuresHeadline(submitted.spec, f.flowIndex!)).map((f: Record<string, number | null>) => f[name]).filter((v: number | null): v is number => typeof v === 'number');
+      const value = combineHeadline(headline, values) ?? 0;
       const loss = run.flows.some((f: { udpLossRatio: number | null }) => f.udpLossRatio !== null) ? `, loss ${(Math.max(...run.flows.map((f: { udpLossRatio: number | null }) => f.udpLossRatio ?? 0)) * 100).toFixed(3)}%` : '';
       const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}${loss}`;
       if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);

@@ -4,6 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Job, Run } from '../domain/contract.js';
+import { roundTrips } from '../domain/figure-directions.js';
 import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
@@ -36,7 +37,7 @@ export function summarizeRun(job: Job, run: Run): RunSummary {
         udpLossRatio: f.udp?.lossRatio ?? null,
         jitterSeconds: f.udp?.jitterSeconds ?? null,
         transactionsPerSecond: f.rr?.transactionsPerSecond ?? null,
-        rttP50Seconds: f.rr?.rttSeconds.p50 ?? null,
+        rttP50Seconds: roundTrips(f)?.p50 ?? null,
         pathVerified: f.pathVerified,
       };
     }),
