@@ -44,13 +44,13 @@ const endpoint = (e: { agent: string; interface: string }): string => `${e.agent
 function cellText(cell: MatrixCell | null, headline: Report['headline']): string {
   if (!cell) return '';
   const mean = cell.value?.mean;
-  const figure = mean === undefined || mean === null ? '–' : headline.name === 'bitsPerSecond' ? mbps(mean) : mean.toFixed(1);
+  const figure = mean === undefined || mean === null ? '–' : headline.name === 'bitsPerSecond' ? mbps(mean) : headline.unit === 's' ? (mean * 1000).toFixed(3) : mean.toFixed(1);
   return cell.verdict === 'measured' ? figure : `${figure} (${cell.verdict}${cell.error ? `: ${cell.error.code}` : ''})`;
 }
 
 /** A group's report: per sweep point, sources down and destinations across, as the heatmap draws them. */
 function matrixTables(report: Report): HTMLElement[] {
-  const unit = report.headline.name === 'bitsPerSecond' ? 'Mbit/s' : report.headline.unit;
+  const unit = report.headline.name === 'bitsPerSecond' ? 'Mbit/s' : report.headline.unit === 's' ? 'ms, round-trip median' : report.headline.unit;
   return (report.matrix ?? []).map((m, i) => h('section', {},
     h('h3', {}, `Matrix (${unit})${Object.keys(m.point).length ? `, ${pointText(m.point)}` : ''}`),
     table(['from \\ to', ...m.destinations.map(endpoint)], m.sources.map((source, r) => [endpoint(source), ...m.destinations.map((_, c) => cellText(m.cells[r]?.[c] ?? null, report.headline))]), { id: `matrix-table-${i}`, class: 'matrix' })));
