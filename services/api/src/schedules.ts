@@ -150,24 +150,29 @@ export class Schedules {
     const { definition, owner } = row;
     const scheduledFor = new Date(firing.timestamp + (firing.opts.delay ?? 0)).toISOString();
     const spec: JobRequest = { ...definition.spec, labels: { ...definition.spec.labels, schedule: name, scheduledFor } };
-    // The owner's limits as the policy has them now, against the group as it expands now.
+    // The owner's token as the policy has it (read at the API's start), against the group as it expands now.
     const principal = principalNamed(this.policy, owner);
-    const outcome = principal ? await submitJob(this.services, spec, { principal, firing: true }) : await this.ownerGone(spec, owner);
+    const outcome = !principal
+      ? await this.refusedFiring(spec, 'token', `token ${owner} is no longer in the policy`)
+      : principal.scope === 'read'
+        ? await this.refusedFiring(spec, 'scope', `token ${owner} may only read now (a firing runs a job: scope run)`)
+        : await submitJob(this.services, spec, { principal, firing: true });
     // A spec that no longer runs (an agent gone, a group grown past a limit) still leaves a visible, failed job.
     let job: Job;
     if ('job' in outcome) job = outcome.job;
     else if (outcome.limit) {
       job = await this.failedJob(outcome, owner, { code: 'over_limit', message: `the owner's policy refuses this firing (${outcome.limit}): ${describe(outcome.errors)}` });
-      await this.store.refused(name);
-      log.warn({ jobId: job.id, rule: outcome.limit, errors: outcome.errors }, 'firing refused by the owner\'s limits');
+      await this.store.fired(name, job.id, 'refused');
+      log.warn({ jobId: job.id, rule: outcome.limit, errors: outcome.errors }, 'firing refused by the owner\'s policy');
+      return;
     } else job = await this.failedJob(outcome, owner, { code: 'not_runnable', message: `the schedule's spec cannot run now: ${describe(outcome.errors)}` });
     await this.store.fired(name, job.id);
   }
 
-  /** A firing whose owner's token the policy no longer has: refused, its spec expanded as a job's would be. */
-  private async ownerGone(spec: JobRequest, owner: string) {
+  /** A firing the owner's token no longer allows (gone from the policy, or read-only now): refused, its spec expanded as a job's would be. */
+  private async refusedFiring(spec: JobRequest, limit: string, message: string) {
     const { spec: expanded, expansion } = expandSpec(spec, await this.services.agents.list());
-    return { spec: withDefaults(expanded), expansion, limit: 'token', errors: [{ field: 'owner', message: `token ${owner} is no longer in the policy` }] };
+    return { spec: withDefaults(expanded), expansion, limit, errors: [{ field: 'owner', message }] };
   }
 
   private async failedJob(outcome: { spec: JobSpec; expansion?: Job['expansion'] }, owner: string, error: ErrorInfo) {

@@ -61,14 +61,15 @@ export class ScheduleStore {
   }
 
   /** A firing that made a job. */
-  async fired(name: string, jobId: string): Promise<void> {
+  /**
+   * A firing that left a job: one that runs (`job`), or the failed job of a firing the owner's
+   * policy refused (`refused`, counted as that and not as a job).
+   */
+  async fired(name: string, jobId: string, outcome: 'job' | 'refused' = 'job'): Promise<void> {
     const key = this.keys.schedule(name);
-    await this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).hincrby(this.keys.statsFirings, 'job', 1).exec();
-  }
-
-  /** A firing the owner's limits refused (its failed job is recorded by `fired`). */
-  async refused(name: string): Promise<void> {
-    await this.redis.multi().hincrby(this.keys.schedule(name), 'refused', 1).hincrby(this.keys.statsFirings, 'refused', 1).exec();
+    const tx = this.redis.multi().hincrby(key, 'firings', 1).hset(key, { lastJobId: jobId, lastFiredAt: new Date().toISOString() }).hincrby(this.keys.statsFirings, outcome, 1);
+    if (outcome === 'refused') tx.hincrby(key, 'refused', 1);
+    await tx.exec();
   }
 
   /** A firing skipped because the previous job was still at work. */
