@@ -90,6 +90,9 @@ function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildResult> 
       if (firstAt === 0) {
         firstAt = performance.now();
         cpu = process.cpuUsage();
+        // The sender came: from now its own end bounds the wait, not this end's start (a long setup
+        // before the run's start would otherwise cut its last slots off as lost).
+        clearTimeout(nothing);
         // Its FINs can all be lost: stop a little after the sender must have.
         giveUp = setTimeout(finish, (input.params.duration + 5) * 1000);
       }
