@@ -25,9 +25,22 @@ function distinct(endpoints: Endpoint[]): Endpoint[] {
 
 const mean = (values: number[]) => (values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : null);
 
+/**
+ * A run's loss and verdict over its legs: a bidir pair's run has one per direction, and a cell
+ * shows the worse (the higher loss; a leg that something limited over one that nothing did).
+ */
+const runLoss = (r: Run) => {
+  const losses = r.flows.map((f) => f.udp?.lossRatio).filter((v): v is number => typeof v === 'number');
+  return losses.length ? Math.max(...losses) : null;
+};
+const runBottleneck = (r: Run) => {
+  const verdicts = r.flows.map((f) => f.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
+  return verdicts.find((b) => b.verdict !== 'none') ?? verdicts[0];
+};
+
 /** The verdict most of the runs gave (the latest on a tie), with that run's reason. */
 function commonBottleneck(ok: Run[]): MatrixCell['bottleneck'] {
-  const verdicts = ok.map((r) => r.flows[0]?.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
+  const verdicts = ok.map(runBottleneck).filter((b): b is NonNullable<typeof b> => !!b);
   const count = (verdict: string) => verdicts.filter((b) => b.verdict === verdict).length;
   const chosen = verdicts.reduce<(typeof verdicts)[number] | null>((best, b) => (!best || count(b.verdict) >= count(best.verdict) ? b : best), null);
   return chosen && { verdict: chosen.verdict, reason: chosen.reason, confident: chosen.confident, runs: count(chosen.verdict) };
@@ -45,7 +58,7 @@ function cellOf(job: Job, runs: Run[], confidence: number): MatrixCell {
     verdict,
     runs: { succeeded: ok.length, failed: failed.length },
     error: failed.at(-1)?.error ?? null,
-    lossRatio: mean(ok.map((r) => r.flows[0]?.udp?.lossRatio).filter((v): v is number => typeof v === 'number')),
+    lossRatio: mean(ok.map(runLoss).filter((v): v is number => v !== null)),
     bottleneck: commonBottleneck(ok),
   };
 }
