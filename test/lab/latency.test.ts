@@ -89,7 +89,7 @@ describe('latency under load on a tbf link: a longer shaper queue, a longer load
     assert.deepEqual(problems, []);
   });
 
-  test('compare: the longer queue is significantly worse on loaded RTT p99 at the same throughput (no significant change, means within 8%), and idle RTT is the same', async (ctx) => {
+  test('compare: the longer queue is significantly worse on loaded RTT p99 at no less throughput (means within 8%), and idle RTT is the same', async (ctx) => {
     const { body: c } = await t.client.call('compareJobs', 'GET', `/v1/compare?baseline=${sides.short.jobId}&candidate=${sides.long.jobId}&metric=rttP99Seconds`);
     const of = (name: string) => c.metrics.find((m: { metric: { name: string } }) => m.metric.name === name).points[0];
     const [rtt, bits, idle] = [of('rttP99Seconds'), of('bitsPerSecond'), of('idleRttP50Seconds')];
@@ -98,10 +98,10 @@ describe('latency under load on a tbf link: a longer shaper queue, a longer load
     assert.equal(c.points[0].verdict, 'worse');
     assert.ok(rtt.changePercent > 100, `loaded p99 +${rtt.changePercent}%`);
     assert.match(rtt.judged, /^rttP99Seconds \(lower is better\): .*: worse$/);
-    // The same throughput as test/lab/queue.test.ts says it: compare finds no significant change, and
-    // the means are within 8%. (A 5 ms tbf queue costs BBR some throughput: in CI a short-queue run
-    // made 83.8 Mbit/s and the means were 6.8% apart, no significant change, against a 5% bound.)
-    assert.equal(bits.verdict, 'no significant change', bits.judged);
+    // A 5 ms tbf queue costs BBR some throughput (CI: 90.2 -> 95.7 Mbit/s, +6.1%, judged better; another
+    // run +6.8%, no significant change): the long queue's longer round trips are not bought with
+    // less throughput, and the two stay within 8%.
+    assert.notEqual(bits.verdict, 'worse', bits.judged);
     assert.ok(Math.abs(bits.changePercent) < 8, `throughput ${bits.changePercent}%`);
     // Idle, both sides see an empty queue: the idle medians within 0.2 ms (p99s, on this shared 2-core machine, wander by a millisecond).
     assert.ok(Math.abs(idle.candidate.mean - idle.baseline.mean) < 0.2e-3, `idle p50 ${idle.baseline.mean} s -> ${idle.candidate.mean} s`);
