@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/runtime/command';
-import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { flow, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 import { irttRun, irttServer, quantile, type IrttSample, type IrttStats } from '../helpers/irtt.js';
 
 /**
@@ -16,12 +16,7 @@ const RATE = '100mbit';
 const DURATION = 4;
 const IDLE = 2;
 
-const udpRcvbufErrors = async (namespace: string) => {
-  const stdout = await command('ip', ['netns', 'exec', namespace, 'cat', '/proc/net/snmp']);
-  const lines = stdout.split('\n').filter((l) => l.startsWith('Udp: '));
-  const names = lines[0]!.split(/\s+/);
-  return Number(lines[1]!.split(/\s+/)[names.indexOf('RcvbufErrors')]);
-};
+const udpRcvbufErrors = (namespace: string) => snmpCounter(namespace, 'Udp', 'RcvbufErrors');
 
 describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_ROOT }, () => {
   let t: TestLab;

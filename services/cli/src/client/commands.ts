@@ -250,8 +250,7 @@ async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; jso
       const headline = kindOf(run).headline;
       const { name, table } = headline;
       // The job's own test's flows only: an rr flow beside a stream is no part of its throughput.
-      const values = run.flows.filter((f: Record<string, number | null>) => measuresHeadline(submitted.spec, f.flowIndex!)).map((f: Record<string, number | null>) => f[name]).filter((v: number | null): v is number => typeof v === 'number');
-      const value = combineHeadline(headline, values) ?? 0;
+      const value = combineHeadline(headline, run.flows.filter((f: Record<string, number | null>) => measuresHeadline(submitted.spec, f.flowIndex!)).map((f: Record<string, number | null>) => f[name])) ?? 0;
       const loss = run.flows.some((f: { udpLossRatio: number | null }) => f.udpLossRatio !== null) ? `, loss ${(Math.max(...run.flows.map((f: { udpLossRatio: number | null }) => f.udpLossRatio ?? 0)) * 100).toFixed(3)}%` : '';
       const figure = `${(value / table.scale).toFixed(table.digits)} ${table.unit}${loss}`;
       if (!ctx.tty && !quiet) ctx.err(`run ${run.index + 1}/${total} ${point === '-' ? '' : `${point} `}${run.status}: ${figure}${run.error ? ` (${run.error})` : ''}`);

@@ -28,8 +28,7 @@ export function runValue(spec: JobSpec, run: Run): number | null {
 /** The headline over the flows that measure it, combined as the test kind says; 0 for a rate no flow carried. */
 export function headlineOf(spec: JobSpec, flows: FlowResult[]): number | null {
   const headline = kindOf(spec).headline;
-  const values = flows.filter((f) => measuresHeadline(spec, f.flowIndex)).map((f) => headline.flowValue(f)).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  return combineHeadline(headline, values) ?? (headline.combine === 'sum' ? 0 : null);
+  return combineHeadline(headline, flows.filter((f) => measuresHeadline(spec, f.flowIndex)).map((f) => headline.flowValue(f))) ?? (headline.combine === 'sum' ? 0 : null);
 }
 
 export interface PointState {

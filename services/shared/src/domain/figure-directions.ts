@@ -7,6 +7,7 @@
 import type { FlowResult, JobSpec, Run } from './contract.js';
 import { flowSpec } from './flow-tests.js';
 import { kindOf } from './test-kinds/index.js';
+import { combineHeadline } from './test-kinds/kind.js';
 
 export const METRIC_NAMES = [
   'bitsPerSecond', 'transactionsPerSecond', 'rttP50Seconds', 'rttP90Seconds', 'rttP99Seconds', 'idleRttP50Seconds', 'idleRttP99Seconds',
@@ -27,17 +28,13 @@ export interface RunMetric {
 }
 
 type Pick = (flow: FlowResult) => number | null | undefined;
-const present = (values: (number | null | undefined)[]) => values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-const sum = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) : null);
+const sum = (values: (number | null | undefined)[]) => combineHeadline({ combine: 'sum' }, values);
 /** The worst flow's value: a path is as slow as its slowest flow. */
-const worst = (pick: Pick) => (_: JobSpec, run: Run) => {
-  const values = present(run.flows.map(pick));
-  return values.length ? Math.max(...values) : null;
-};
+const worst = (pick: Pick) => (_: JobSpec, run: Run) => combineHeadline({ combine: 'worst' }, run.flows.map(pick));
 /** Summed over the flows whose own test has this headline (throughput of stream flows, transactions of rr flows). */
 const headlineSum = (name: 'bitsPerSecond' | 'transactionsPerSecond') => (spec: JobSpec, run: Run) => {
   const flows = run.flows.filter((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.name === name);
-  return sum(present(flows.map((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.flowValue(f))));
+  return sum(flows.map((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.flowValue(f)));
 };
 const ms = { scale: 1e-3, unit: 'ms', digits: 3 };
 /** A latency flow's round trips under load: an rr flow's or a probe flow's. */
@@ -63,7 +60,7 @@ export const RUN_METRICS: Record<MetricName, RunMetric> = {
     },
   },
   jitterSeconds: { name: 'jitterSeconds', unit: 's', higherIsBetter: false, table: ms, value: worst((f) => f.udp?.jitterSeconds) },
-  retransmits: { name: 'retransmits', unit: 'segments', higherIsBetter: false, table: { scale: 1, unit: 'segments', digits: 0 }, value: (_, run) => sum(present(run.flows.map((f) => f.retransmits))) },
+  retransmits: { name: 'retransmits', unit: 'segments', higherIsBetter: false, table: { scale: 1, unit: 'segments', digits: 0 }, value: (_, run) => sum(run.flows.map((f) => f.retransmits)) },
   cpuSecondsPerGigabit: {
     name: 'cpuSecondsPerGigabit', unit: 's/Gbit', higherIsBetter: false, table: { scale: 1, unit: 'CPU s/Gbit', digits: 3 },
     // Both ends' CPU over the bits the receivers got, throughput flows only (an rr flow moves few bits for its CPU).

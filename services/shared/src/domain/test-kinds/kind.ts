@@ -19,10 +19,11 @@ export interface Headline {
   combine: 'sum' | 'worst';
 }
 
-/** The run's headline from its flows' values (those present); null when none measured it. */
-export function combineHeadline(headline: Pick<Headline, 'combine'>, values: number[]): number | null {
-  if (!values.length) return null;
-  return headline.combine === 'sum' ? values.reduce((a, b) => a + b, 0) : Math.max(...values);
+/** A run's figure from its flows' values (the finite ones: a flow that measured none is left out); null when none measured it. */
+export function combineHeadline(headline: Pick<Headline, 'combine'>, values: (number | null | undefined)[]): number | null {
+  const present = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (!present.length) return null;
+  return headline.combine === 'sum' ? present.reduce((a, b) => a + b, 0) : Math.max(...present);
 }
 
 /**
