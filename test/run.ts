@@ -1,0 +1,134 @@
+/**
+ * `npm test`: every test file, in two tiers. The serial tier (test/tiers.ts: the files that
+ * measure ratios and timings) runs one file at a time with nothing beside it; then the rest run
+ * NICLAB_TEST_CONCURRENCY at a time (default 3), each file in a process of its own as
+ * `node --test` runs it. Exits 1 when any file failed in either tier, and prints the slowest
+ * files with their seconds, so the suite's budget (.ci/run in 25 minutes) stays in sight.
+ *
+ * `npm test -- FILE...` runs only those files (in their tiers); `--tier serial|concurrent` one tier.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SERIAL } from './tiers.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** A file still running after this long is killed (with its process group) and failed. */
+const FILE_TIMEOUT_MS = 20 * 60_000;
+
+interface FileResult {
+  file: string;
+  tier: Tier;
+  seconds: number;
+  passed: boolean;
+  counts: string;
+}
+type Tier = 'serial' | 'concurrent';
+
+function testFiles(dir = join(ROOT, 'test')): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return name === 'mutants' ? [] : testFiles(path);
+      return /\.(test|container)\.ts$/.test(name) ? [relative(ROOT, path)] : [];
+    });
+}
+
+/** The spec reporter's closing counts (tests, pass, fail, skipped), as one line. */
+function countsOf(output: string): string {
+  const count = (name: string) => output.match(new RegExp(`^ℹ ${name} (\\d+)$`, 'm'))?.[1];
+  return ['tests', 'pass', 'fail', 'skipped'].map((n) => `${n} ${count(n) ?? '?'}`).join(', ');
+}
+
+function runFile(file: string, tier: Tier): Promise<FileResult> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=niclab-source', '--test', '--test-reporter=spec', file], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c));
+    child.stderr.on('data', (c: Buffer) => (output += c));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, FILE_TIMEOUT_MS);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const seconds = (performance.now() - started) / 1000;
+      const passed = code === 0 && !timedOut;
+      const result = { file, tier, seconds, passed, counts: countsOf(output) };
+      const head = `${passed ? 'ok' : 'FAILED'}  ${seconds.toFixed(1).padStart(6)} s  ${tier.padEnd(10)}  ${file}  (${result.counts})${timedOut ? `  killed after ${FILE_TIMEOUT_MS / 60_000} min` : ''}`;
+      process.stdout.write(`\n=== ${head}\n${output.trimEnd()}\n=== end ${file}\n`);
+      resolve(result);
+    });
+  });
+}
+
+/** Runs `files` at most `concurrency` at a time, in the order given. */
+async function pool(files: string[], tier: Tier, concurrency: number): Promise<FileResult[]> {
+  const results: FileResult[] = [];
+  const queue = [...files];
+  const worker = async () => {
+    for (let file = queue.shift(); file; file = queue.shift()) results.push(await runFile(file, tier));
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, files.length)) }, worker));
+  return results;
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const tierArg = args.includes('--tier') ? args[args.indexOf('--tier') + 1] : undefined;
+  const chosen = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--tier');
+  const all = testFiles();
+  const unknownSerial = Object.keys(SERIAL).filter((f) => !all.includes(f));
+  if (unknownSerial.length) throw new Error(`test/tiers.ts names files that do not exist: ${unknownSerial.join(', ')}`);
+  const files = chosen.length ? chosen.map((f) => relative(ROOT, join(process.cwd(), f))) : all;
+  const missing = files.filter((f) => !all.includes(f));
+  if (missing.length) throw new Error(`no such test file: ${missing.join(', ')}`);
+  const concurrency = Number(process.env.NICLAB_TEST_CONCURRENCY ?? 3);
+  const started = performance.now();
+  const serial = tierArg === 'concurrent' ? [] : files.filter((f) => f in SERIAL);
+  const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL));
+  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time (concurrent tier)`);
+  const serialStarted = performance.now();
+  const results = await pool(serial, 'serial', 1);
+  const serialSeconds = (performance.now() - serialStarted) / 1000;
+  const concurrentStarted = performance.now();
+  results.push(...(await pool(concurrent, 'concurrent', concurrency)));
+  const concurrentSeconds = (performance.now() - concurrentStarted) / 1000;
+  const total = (performance.now() - started) / 1000;
+
+  const failed = results.filter((r) => !r.passed);
+  const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
+  console.log(`\nslowest files:`);
+  for (const r of slowest) console.log(`  ${r.seconds.toFixed(1).padStart(6)} s  ${r.tier.padEnd(10)}  ${r.file}`);
+  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}), total ${total.toFixed(0)} s`);
+  mkdirSync(join(ROOT, 'test-output'), { recursive: true });
+  writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, files: results }, null, 2));
+  if (failed.length) {
+    console.log(`\n${failed.length} of ${results.length} files FAILED:`);
+    for (const r of failed) console.log(`  ${r.file}  (${r.counts})`);
+    return 1;
+  }
+  console.log(`all ${results.length} files passed`);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    console.error(`test/run.ts: ${error.message}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,18 @@
+/**
+ * Which test files need the machine to themselves. `npm test` (test/run.ts) runs these one at a
+ * time with nothing beside them; every other file runs in the concurrent tier. A file belongs
+ * here when it asserts a ratio or a timing that another process's load would move: niclab
+ * against bare iperf3 or irtt, a rate against a shaper, a CPU verdict, a delay.
+ */
+export const SERIAL: Record<string, string> = {
+  'test/lab/flows.test.ts': 'throughput against bare iperf3 and the shapers, fan-in shares',
+  'test/lab/udp.test.ts': "packet rates at B's NIC against bare iperf3 -u, receiver drops",
+  'test/lab/tcp.test.ts': 'TCP throughput and CPU against bare iperf3',
+  'test/lab/latency.test.ts': 'round trips under load against an idle baseline',
+  'test/lab/queue.test.ts': "a queue's delay against irtt and the kernel's backlog",
+  'test/lab/probe.test.ts': "the probe's round trips against irtt's",
+  'test/lab/compare.test.ts': 'A/B verdicts on shaped links',
+  'test/lab/attribution.test.ts': 'CPU verdicts from a starved sender',
+  'test/lab/groups.test.ts': "a firing's time against its rounds' bound",
+  'test/engines/builtin-udp.test.ts': 'receiver drops and achieved rate on loopback',
+};
