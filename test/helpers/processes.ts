@@ -16,10 +16,12 @@ export interface NiclabProcess {
 /**
  * Starts the compiled `niclab` command as a real process (npm test builds it first).
  * `group`: in a process group of its own, as a shell's foreground job is, so a test can
- * signal the whole group the way a terminal's Ctrl-C does.
+ * signal the whole group the way a terminal's Ctrl-C does. `netns`: inside that network namespace.
  */
-export function spawnNiclab(args: string[], env: Record<string, string>, options: { group?: boolean } = {}): NiclabProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
+export function spawnNiclab(args: string[], env: Record<string, string>, options: { group?: boolean; netns?: string } = {}): NiclabProcess {
+  // `ip netns exec` execs the command in place: the PID is niclab's.
+  const argv = options.netns ? ['ip', ['netns', 'exec', options.netns, process.execPath, CLI, ...args]] as const : [process.execPath, [CLI, ...args]] as const;
+  const child = spawn(argv[0], argv[1], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NICLAB_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.group ?? false,

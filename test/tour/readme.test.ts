@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,14 +14,17 @@ const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
 const blocks = [...readFileSync(README, 'utf8').matchAll(/```sh tour\n([\s\S]*?)```/g)].map((m) => m[1]!);
 
+/** The lab's name (NICLAB_LAB): the README's commands use the default, a test a name of its own, so it runs beside other labs. */
+const LAB = `tour${randomBytes(2).toString('hex')}`;
+
 /** What each block must print, in README order (beyond exiting 0). */
 const EXPECT: RegExp[][] = [
-  [/lab nl is up: 4 hosts/, /^A\s+online/m, /^D\s+online/m],
+  [new RegExp(`lab ${LAB} is up: 4 hosts`), /^A\s+online/m, /^D\s+online/m],
   [/^point bufferLength=10240 /m, /^point bufferLength=40960 /m, /^point socketBuffer=1048576 /m],
   [/^\s+1\s+B:eth1 -> D:eth1\s+local/m, /^\s+2\s+C:eth1 -> D:eth1\s+local/m, /^\s+1\s+C:eth1 -> D:eth1\s+local/m],
   [/streams=1\s+:.*better/, /streams=4\s+:.*better/],
   [/^point -/m, /"sent": \d+/, /"lost": \d+/],
-  [/^3$/m, /^total Mbit\/s: mean/m, /^flow,direction,from,to,metric,/m, /lab nl is down/],
+  [/^3$/m, /^total Mbit\/s: mean/m, /^flow,direction,from,to,metric,/m, new RegExp(`lab ${LAB} is down`)],
 ];
 
 describe('the README tour, run as written', { skip: NOT_ROOT }, () => {
@@ -31,7 +35,7 @@ describe('the README tour, run as written', { skip: NOT_ROOT }, () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'niclab-tour-'));
     const port = await freePort();
-    env = { NICLAB_DATA_DIR: join(dir, 'data'), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5', NICLAB_LOG_LEVEL: 'warn', NICLAB_API: `http://127.0.0.1:${port}` };
+    env = { NICLAB_DATA_DIR: join(dir, 'data'), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5', NICLAB_LOG_LEVEL: 'warn', NICLAB_API: `http://127.0.0.1:${port}`, NICLAB_LAB: LAB };
     // `npm start` in the other terminal: API, coordinator, agent "local", private Redis.
     niclab = spawnNiclab(['start'], env);
     await waitFor('niclab start', async () => (await fetch(`${env.NICLAB_API}/readyz`).catch(() => null))?.ok ?? false, 30_000);

@@ -39,7 +39,7 @@ function printHosts(hosts: LabHost[]): void {
 
 /** `niclab lab up|add|down|status`: prints what it did; returns the exit code. */
 export async function labCommand(sub: string | undefined, flags: LabFlags, config: Config): Promise<number> {
-  const name = flags.name ?? 'nl';
+  const name = flags.name ?? config.labName;
   try {
     if (sub === 'up') {
       // Lab agents live in other network namespaces: they reach Redis over its unix socket.

@@ -16,6 +16,13 @@ export interface Config {
   readonly heartbeatSeconds: number;
   /** Seconds a run may take beyond its duration for setup and teardown before it is failed. */
   readonly setupSeconds: number;
+  /**
+   * Seconds an agent's lock on a task it holds lasts without renewal (BullMQ's lockDuration):
+   * an agent cut off from Redis longer than this has its task found stalled.
+   */
+  readonly taskLockSeconds: number;
+  /** The virtual lab `niclab lab` acts on without `--name` (NICLAB_LAB). */
+  readonly labName: string;
   readonly bodyLimitBytes: number;
   readonly logLevel: string;
   readonly dataDir: string;
@@ -93,6 +100,13 @@ function apiUrl(env: Env): string {
   return url;
 }
 
+/** As lab.ts's LAB_NAME: it names namespaces (`<name>-A`, `<name>-sw`). */
+function labName(env: Env): string {
+  const name = env.NICLAB_LAB || 'nl';
+  if (!/^[a-z][a-z0-9]{0,9}$/.test(name)) throw new ConfigError('NICLAB_LAB', `must be a lowercase letter then up to 9 lowercase letters or digits, got "${name}"`);
+  return name;
+}
+
 function defaultAgentId(): string {
   const name = hostname().replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (name || 'agent').slice(0, 63);
@@ -117,6 +131,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     agentLabels: agentLabels(env),
     heartbeatSeconds: number(env, 'NICLAB_HEARTBEAT_SECONDS', 5, 0.2, 300),
     setupSeconds: number(env, 'NICLAB_SETUP_SECONDS', 10, 1, 600),
+    taskLockSeconds: number(env, 'NICLAB_TASK_LOCK_SECONDS', 30, 2, 3600),
+    labName: labName(env),
     bodyLimitBytes: number(env, 'NICLAB_BODY_LIMIT_BYTES', 65536, 1024, 16 * 1024 * 1024),
     logLevel: oneOf(env, 'NICLAB_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     dataDir: resolve(env.NICLAB_DATA_DIR || '.niclab'),

@@ -2,7 +2,8 @@ import { createServer } from 'node:net';
 import { command } from '@niclab/shared/runtime/command';
 import type { EngineInfo, ErrorInfo } from '@niclab/shared/domain/contract';
 import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
-import type { Engine, EngineOutcome } from '../engine.js';
+import type { Task } from '@niclab/shared/domain/task';
+import type { Engine, EngineContext, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
 import { parseEnd, type Iperf3Json } from './parse.js';
 
@@ -51,6 +52,27 @@ async function listening(port: number, signal: AbortSignal, exited: () => boolea
   return false;
 }
 
+/** Tries for a server that listens: the port found free can be taken before iperf3 binds it (another socket's source port). */
+const LISTEN_ATTEMPTS = 3;
+
+/** iperf3's server on a free port of the receiver's address, told to `context.ready` once it listens. */
+async function serve(params: Task['params'], context: EngineContext): Promise<{ argv: string[]; port: number; running: Promise<ProcessOutcome> }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort(context.address);
+    // --idle-timeout: a client that vanishes never leaves the server waiting forever.
+    const argv = ['iperf3', '-s', '-1', '-B', context.address, '-p', String(port), '-i', String(params.interval), '--json', '--idle-timeout', String(Math.ceil(params.duration) + 30)];
+    let exited = false;
+    const running = runProcess(argv, context.signal, context.spawned);
+    void running.then(() => (exited = true));
+    if (await listening(port, context.signal, () => exited)) {
+      context.ready(port);
+      return { argv, port, running };
+    }
+    const outcome = await running;
+    if (attempt >= LISTEN_ATTEMPTS || !/address already in use/i.test(outcome.stdout + outcome.stderr)) return { argv, port, running };
+  }
+}
+
 function failure(outcome: ProcessOutcome, json: Iperf3Json | null): ErrorInfo {
   if (outcome.aborted) return outcome.aborted;
   if (outcome.spawnError) {
@@ -76,13 +98,7 @@ export const iperf3Engine: Engine = {
     let port: number;
     let running: Promise<ProcessOutcome>;
     if (task.role === 'receiver') {
-      port = await freePort(context.address);
-      // --idle-timeout: a client that vanishes never leaves the server waiting forever.
-      argv = ['iperf3', '-s', '-1', '-B', context.address, '-p', String(port), '-i', String(params.interval), '--json', '--idle-timeout', String(Math.ceil(params.duration) + 30)];
-      let exited = false;
-      running = runProcess(argv, context.signal, context.spawned);
-      void running.then(() => (exited = true));
-      if (await listening(port, context.signal, () => exited)) context.ready(port);
+      ({ argv, port, running } = await serve(params, context));
     } else {
       port = task.peer.port;
       const wait = task.startAt - Date.now();
