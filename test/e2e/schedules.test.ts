@@ -54,37 +54,44 @@ test('bad schedules are refused, naming the field', async () => {
   assert.equal((await client.call('getSchedule', 'GET', '/v1/schedules/nightly')).status, 404);
 });
 
-test('every 10 s for a minute, across an API restart and beside a second replica: each firing once', async (ctx) => {
+/** The first test's period and how many periods it watches: a firing's job (1 s) ends well inside a period. */
+const EVERY = 5;
+const PERIODS = 6;
+
+test(`every ${EVERY} s for ${PERIODS} periods, across an API restart and beside a second replica: each firing once`, async (ctx) => {
   const port = await freePort();
   extra.push(spawnNiclab(['api', '--no-coordinator'], { ...niclab.env, NICLAB_PORT: String(port) }));
   await waitFor('the second replica', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ?? false);
-  const created = await client.call('createSchedule', 'POST', '/v1/schedules', { name: 'every10', everySeconds: 10, spec: spec(1) });
+  const created = await client.call('createSchedule', 'POST', '/v1/schedules', { name: 'every5', everySeconds: EVERY, spec: spec(1) });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const t0 = Date.now();
-  await sleep(30_000);
-  // Restart the first API (and its coordinator); the replica keeps taking firings meanwhile.
+  const window = EVERY * PERIODS * 1000;
+  // Restart the first API (and its coordinator) once a firing has been made; the replica keeps
+  // taking firings meanwhile.
+  await waitFor('the first firing', async () => (await jobsOf('every5')).length > 0, (EVERY + 10) * 1000);
   await niclab.api.stop();
   const restarted = spawnNiclab(['api'], niclab.env);
   extra.push(restarted);
   await waitFor('the restarted API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
-  await sleep(Math.max(0, 60_000 - (Date.now() - t0)));
-  await client.call('pauseSchedule', 'POST', '/v1/schedules/every10/pause');
-  const schedule = (await client.call('getSchedule', 'GET', '/v1/schedules/every10')).body;
-  const jobs = await jobsOf('every10');
+  await sleep(Math.max(0, window - (Date.now() - t0)));
+  await client.call('pauseSchedule', 'POST', '/v1/schedules/every5/pause');
+  const schedule = (await client.call('getSchedule', 'GET', '/v1/schedules/every5')).body;
+  const jobs = await jobsOf('every5');
   const times = jobs.map((j) => Date.parse(j.spec.labels!.scheduledFor!));
-  ctx.diagnostic(`${jobs.length} jobs in 60 s; firings ${schedule.firings}, skipped ${schedule.skipped}; scheduled for +${times.map((t) => ((t - t0) / 1000).toFixed(1)).join(', +')} s`);
-  assert.ok(jobs.length >= 5 && jobs.length <= 7, `${jobs.length} firings in a minute at 10 s`);
+  ctx.diagnostic(`${jobs.length} jobs in ${window / 1000} s; firings ${schedule.firings}, skipped ${schedule.skipped}; scheduled for +${times.map((t) => ((t - t0) / 1000).toFixed(1)).join(', +')} s`);
+  assert.ok(jobs.length >= PERIODS - 1 && jobs.length <= PERIODS + 1, `${jobs.length} firings in ${window / 1000} s at ${EVERY} s`);
   assert.equal(schedule.firings, jobs.length, 'every firing made one job');
   assert.equal(new Set(times).size, times.length, 'no firing time twice: no duplicates between replicas');
-  for (let i = 1; i < times.length; i++) assert.equal(times[i]! - times[i - 1]!, 10_000, 'one firing per 10 s');
-  await waitFor('the last job to end', async () => (await jobsOf('every10')).every((j) => j.status === 'succeeded'), 30_000);
+  for (let i = 1; i < times.length; i++) assert.equal(times[i]! - times[i - 1]!, EVERY * 1000, `one firing per ${EVERY} s`);
+  await waitFor('the last job to end', async () => (await jobsOf('every5')).every((j) => j.status === 'succeeded'), 30_000);
   assert.equal(schedule.paused, true);
   assert.equal(schedule.nextFireAt, null);
 });
 
 test('a firing while the previous job still runs is skipped and counted; pause stops it, resume starts it again', async () => {
-  assert.equal((await client.call('createSchedule', 'POST', '/v1/schedules', { name: 'busy', everySeconds: 2, spec: spec(5) })).status, 201);
-  await sleep(12_000);
+  // Firings every second, a job of 3 s: at least two firings fall inside each job.
+  assert.equal((await client.call('createSchedule', 'POST', '/v1/schedules', { name: 'busy', everySeconds: 1, spec: spec(3) })).status, 201);
+  await waitFor('two firings skipped', async () => (await client.call('getSchedule', 'GET', '/v1/schedules/busy')).body.skipped >= 2, 20_000, 200);
   assert.equal((await client.call('pauseSchedule', 'POST', '/v1/schedules/busy/pause')).body.paused, true);
   await waitFor('its jobs to end', async () => (await jobsOf('busy')).every((j) => j.status === 'succeeded'), 30_000);
   // A firing already taken when the pause came still completes; read the counts after it.
@@ -93,7 +100,8 @@ test('a firing while the previous job still runs is skipped and counted; pause s
   const jobs = await jobsOf('busy');
   assert.equal(jobs.length, paused.firings);
   for (let i = 1; i < jobs.length; i++) assert.ok(Date.parse(jobs[i]!.startedAt!) >= Date.parse(jobs[i - 1]!.finishedAt!), 'never two at once');
-  await sleep(3_000);
+  // Two periods paused: a firing would have come by now.
+  await sleep(2_000);
   assert.equal((await client.call('getSchedule', 'GET', '/v1/schedules/busy')).body.firings, paused.firings, 'paused: no firing');
   const resumed = (await client.call('resumeSchedule', 'POST', '/v1/schedules/busy/resume')).body;
   assert.equal(resumed.paused, false);

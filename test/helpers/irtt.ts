@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { LabHost } from '@niclab/cli/lab/lab';
+import { command } from '@niclab/shared/runtime/command';
 
 /** One irtt round trip: when it was sent (epoch ms) and how long it took. */
 export interface RttSample {
@@ -22,10 +23,31 @@ export function irttServer(host: LabHost): ChildProcess {
   return spawn('ip', ['netns', 'exec', host.namespace, 'irtt', 'server', '-b', `${host.address}:${PORT}`], { stdio: 'ignore' });
 }
 
-/** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs`: each round trip with its send time, and irtt's own stats. */
-export function irttRun(from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', '-', `${to.address}:${PORT}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** irtt's server (see irttServer), once its socket is bound in the host's namespace. */
+export async function startIrttServer(host: LabHost): Promise<ChildProcess> {
+  const server = irttServer(host);
+  const deadline = Date.now() + 10_000;
+  while (!(await command('ip', ['netns', 'exec', host.namespace, 'ss', '-Hlun', `sport = :${PORT}`])).trim()) {
+    if (server.exitCode !== null || Date.now() > deadline) {
+      server.kill();
+      throw new Error(`irtt server on ${host.namespace} did not listen on ${PORT}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return server;
+}
+
+/** The longest an irtt client runs when nobody stops it (a test that hangs must not leave it behind). */
+const MAX_SECONDS = 600;
+
+/**
+ * irtt's client from `from` to `to`'s server, one probe every `everyMs`, until `stop()` (or
+ * `seconds`): stopped with SIGINT, on which irtt still prints its results. Each round trip with
+ * its send time, and irtt's own stats.
+ */
+export function irttStart(from: LabHost, to: LabHost, everyMs = 10, seconds = MAX_SECONDS): { stop(): Promise<{ samples: RttSample[]; stats: IrttStats }>; done: Promise<{ samples: RttSample[]; stats: IrttStats }> } {
+  const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', '-', `${to.address}:${PORT}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const done = new Promise<{ samples: RttSample[]; stats: IrttStats }>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c));
     child.on('error', reject);
@@ -36,6 +58,30 @@ export function irttRun(from: LabHost, to: LabHost, seconds: number, everyMs = 1
       resolve({ samples, stats: parsed.stats });
     });
   });
+  return {
+    done,
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      return done;
+    },
+  };
+}
+
+/** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs` (see irttStart). */
+export function irttRun(from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
+  return irttStart(from, to, everyMs, seconds).done;
+}
+
+/** irtt from `from` to `to` for as long as `work` takes: what `work` gave, and irtt's round trips over it. */
+export async function irttDuring<T>(from: LabHost, to: LabHost, work: () => Promise<T>, everyMs = 10): Promise<[T, RttSample[]]> {
+  const irtt = irttStart(from, to, everyMs);
+  try {
+    const result = await work();
+    return [result, (await irtt.stop()).samples];
+  } catch (error) {
+    await irtt.stop().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** irtt's round trips only (see irttRun). */

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ENGINES } from '@niclab/agent/engines/registry';
+import { command } from '@niclab/shared/runtime/command';
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { freePort } from './redis.js';
 
@@ -101,21 +102,24 @@ export async function builtinUdp(load: UdpLoad, runId = `udp-${Date.now()}`): Pr
     signal: new AbortController().signal, address: '127.0.0.1', ready, spawned: (pid) => watches.push((receiverCpu = watchCpu(pid))),
   });
   const peerPort = await port;
-  // Long enough for the sender's process to load (seconds, at a load average of 14 on 2 cores),
-  // so its start-up is not counted as sending.
-  const startAt = Date.now() + 4000;
+  // The sender starts as soon as it says it is loaded and warm (armed): its start-up, which took
+  // seconds at a load average of 14 on 2 cores, is never counted as sending; CPU counts from then.
+  const startAt = Date.now() + 200;
+  let armedAt = 0;
   let senderCpu: ReturnType<typeof watchCpu> | undefined;
   const sending = engine.run({ ...ids, role: 'sender', engine: 'builtin', params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt }, {
-    signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined, spawned: (pid) => watches.push((senderCpu = watchCpu(pid))),
+    signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined, armed: () => (armedAt = Date.now()), spawned: (pid) => watches.push((senderCpu = watchCpu(pid))),
   });
   const [sender, receiver] = await Promise.all([sending, receiving]);
   for (const w of watches) w.stop();
   if (sender.error || receiver.error) throw new Error(`builtin UDP failed: ${JSON.stringify(sender.error ?? receiver.error)}`);
+  if (!armedAt) throw new Error('the builtin UDP sender never said it was armed');
+  const sendingFrom = Math.max(startAt, armedAt);
   const sent = sender.udp!.sent!;
   const received = receiver.udp!.received!;
   return {
     tool: 'builtin', sent, received, lossRatio: sent > 0 ? (sent - received) / sent : 0,
-    senderCpuSeconds: senderCpu!.used(startAt), receiverCpuSeconds: receiverCpu!.used(startAt), senderSelfCpuSeconds: sender.figures!.cpuSeconds,
+    senderCpuSeconds: senderCpu!.used(sendingFrom), receiverCpuSeconds: receiverCpu!.used(sendingFrom), senderSelfCpuSeconds: sender.figures!.cpuSeconds,
     intervalRates: fullIntervals(receiver.intervals).map((i) => i.bitsPerSecond / 8 / load.packetSize),
     achievedPacketsPerSecond: sender.udp!.achievedPacketsPerSecond!,
     receiveBufferBytes: receiver.socketBuffers?.receiveBytes ?? null,
@@ -148,8 +152,12 @@ export async function bareIperf3Udp(load: UdpLoad): Promise<UdpRun> {
   let serverCpu: ReturnType<typeof watchCpu> | undefined;
   let clientCpu: ReturnType<typeof watchCpu> | undefined;
   const serving = runIperf3(['-s', '-1', '-J', '-B', '127.0.0.1', '-p', String(port), '-i', interval], (pid) => (serverCpu = watchCpu(pid)));
-  // iperf3's server needs a moment to listen; its client would be refused before that.
-  await new Promise((r) => setTimeout(r, 300));
+  // Its client would be refused before the server listens (iperf3's control connection is TCP).
+  const deadline = Date.now() + 10_000;
+  while (!(await command('ss', ['-Hltn', `sport = :${port}`])).trim()) {
+    if (Date.now() > deadline) throw new Error(`bare iperf3 -s did not listen on ${port}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const client = await runIperf3([
     '-c', '127.0.0.1', '-p', String(port), '-J', '-i', interval, '-t', String(load.seconds), '-u', '-b', String(load.packetsPerSecond * load.packetSize * 8), '-l', String(load.packetSize),
     ...(load.socketBuffer ? ['-w', String(load.socketBuffer)] : []),

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/runtime/command';
 import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
-import { irttClient, irttServer, quantile, type RttSample } from '../helpers/irtt.js';
+import { irttDuring, quantile, startIrttServer, type RttSample } from '../helpers/irtt.js';
 
 /**
  * Latency under load on a shaped link, as seed 004 never measured it: four TCP streams A->B and
@@ -26,21 +26,18 @@ describe('latency under load on a tbf link: a longer shaper queue, a longer load
   let server: ChildProcess | undefined;
   const sides: Record<'short' | 'long', Side> = {} as never;
 
-  const irtt = (seconds: number) => irttClient(t.lab.hosts[0]!, t.lab.hosts[1]!, seconds);
-
   const measure = async (latency: string): Promise<Side> => {
     const a = t.lab.hosts[0]!;
     await command('tc', ['-n', a.namespace, 'qdisc', 'change', 'dev', 'eth1', 'root', 'tbf', 'rate', RATE, 'burst', BURST, 'latency', latency]);
-    const probes = irtt(60);
     const rr = { ...flow('A', 'B'), test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true } };
-    const job = await t.client.succeed({ engine: 'builtin', streams: 4, duration: DURATION, idleBaseline: IDLE, repeat: 4, labels: { queue: latency }, flows: [flow('A', 'B'), rr] }, 120_000);
-    return { jobId: job.id, runs: job.runs, irtt: await probes };
+    // irtt on the same path for as long as the job runs.
+    const [job, irtt] = await irttDuring(t.lab.hosts[0]!, t.lab.hosts[1]!, () => t.client.succeed({ engine: 'builtin', streams: 4, duration: DURATION, idleBaseline: IDLE, repeat: 4, labels: { queue: latency }, flows: [flow('A', 'B'), rr] }, 120_000));
+    return { jobId: job.id, runs: job.runs, irtt };
   };
 
   before(async () => {
     t = await startTestLab(2, `A=${RATE},B=${RATE}`);
-    server = irttServer(t.lab.hosts[1]!);
-    await new Promise((r) => setTimeout(r, 500));
+    server = await startIrttServer(t.lab.hosts[1]!);
     sides.short = await measure('5ms');
     sides.long = await measure('100ms');
   });

@@ -28,7 +28,7 @@ export const MUTANTS: Mutant[] = [
     from: 'bitsPerSecond: received ? received.realBitsPerSecond : null,',
     to: 'bitsPerSecond: received ? received.realBitsPerSecond + (sent?.realBitsPerSecond ?? 0) : null,',
     tests: ['test/lab/flows.test.ts'],
-    pattern: 'A -> D alone',
+    pattern: 'A -> D, builtin TCP and iperf3 TCP',
   },
   {
     id: 'udp-half-rate',

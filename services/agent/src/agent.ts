@@ -70,8 +70,10 @@ export class AgentService {
       connection: this.workerConnection,
       prefix: this.keys.bull,
       concurrency: 256, // a receiver serves many senders: every flow end is a task of its own
+      // BullMQ's default is 30 s; the lock is renewed every half of it while the task runs.
+      lockDuration: this.config.taskLockSeconds * 1000,
       // A task whose lock lapsed (the agent was cut off from Redis) is noticed within 5 s, not 30.
-      stalledInterval: 5000,
+      stalledInterval: Math.min(5000, this.config.taskLockSeconds * 1000),
       autorun: true,
     });
     this.worker.on('error', (error) => this.log.error({ err: error }, 'task queue error'));

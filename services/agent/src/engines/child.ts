@@ -5,11 +5,13 @@ import type { ErrorInfo, Interval } from '@niclab/shared/domain/contract';
 import { toRunError } from '@niclab/shared/domain/run-errors';
 
 /** Messages an engine child sends over IPC. */
-export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
+export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'armed' } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
 
 /** What the agent hears from an engine child while it runs. */
 export interface ChildHooks {
   ready(port: number): void;
+  /** A sender has loaded and warmed its code, and waits for the run's start. */
+  armed?(): void;
   spawned?(pid: number): void;
   /** A receiver's interval sample, as it is taken. */
   interval?(sample: Interval): void;
@@ -66,6 +68,7 @@ export function runNodeChild<R>(
     });
     child.on('message', (message: ChildMessage<R>) => {
       if (message.type === 'ready') hooks.ready(message.port);
+      else if (message.type === 'armed') hooks.armed?.();
       else if (message.type === 'interval') hooks.interval?.(message.interval);
       else if (message.type === 'result') settle({ result: message.result, error: null, argv });
       else if (message.type === 'error') settle({ result: null, error: message.error, argv });

@@ -11,6 +11,8 @@ export interface EngineContext {
   address: string;
   /** A receiver calls this once it listens, with its port. */
   ready(port: number): void;
+  /** A sender calls this once it is loaded and waits only for the run's start (engines that can tell). */
+  armed?(): void;
   /** Told the PID of every process the engine starts, so the agent can account for them. */
   spawned?(pid: number): void;
   /** A receiver's interval sample as it is taken (engines that can report live). */

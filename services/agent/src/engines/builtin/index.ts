@@ -38,6 +38,7 @@ export const builtinEngine: Engine = {
         port = listening;
         context.ready(listening);
       },
+      armed: context.armed,
       spawned: context.spawned,
       interval: context.interval,
     });

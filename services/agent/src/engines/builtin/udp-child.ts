@@ -345,13 +345,14 @@ async function sendDgram(input: UdpChildInput): Promise<Sending> {
   };
 }
 
-async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
+async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
   const pps = udpPacketsPerSecond(input.params.udp!);
   const sending = sendBatched(input) ?? (await sendDgram(input));
   // Cold, the first bursts ran interpreted: at 50k pps on a loaded host the sender fell 200 ms
   // behind in its first quarter second and caught up in bursts its receiver could not hold.
   for (let i = 0; i < WARM_TURNS; i++) sending.warm();
+  send({ type: 'armed' });
   const wait = (input.startAt ?? 0) - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   const cpu = process.cpuUsage();
@@ -414,4 +415,4 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   };
 }
 
-serveChild<UdpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));
+serveChild<UdpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input, send)));
