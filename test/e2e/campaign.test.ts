@@ -77,15 +77,23 @@ test('adaptive repetition stops a point when its interval is tight enough, or at
   assert.ok(strictReport.points[0].halfWidthPercent > 0.0001);
 });
 
-test('rr reports transactions per second; comparing a job with itself is no significant change', async () => {
-  const job = await client.succeed({ test: 'rr', duration: 0.5, interval: 0.5, repeat: 2, noDelay: true, flows: [loop] }, 120_000);
-  const report = (await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`)).body;
+test('rr reports transactions per second; a comparison of two rr jobs judges their reports\' figures', async () => {
+  const rr = { test: 'rr', duration: 0.5, interval: 0.5, repeat: 2, noDelay: true, flows: [loop] };
+  const [job, other] = [await client.succeed(rr, 120_000), await client.succeed(rr, 120_000)];
+  const [report, otherReport] = await Promise.all([job, other].map(async (j) => (await client.call('getReport', 'GET', `/v1/jobs/${j.id}/report`)).body));
   assert.equal(report.headline.name, 'transactionsPerSecond');
   assert.equal(report.points[0].total.transactionsPerSecond.n, 2);
   assert.ok(report.points[0].flows[0].rttP99Seconds.mean > 0);
-  const res = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}&candidate=${job.id}`);
-  assert.equal(res.body.points[0].verdict, 'no significant change');
-  assert.equal(res.body.points[0].changePercent, 0);
+  // The comparison's means are each job's report's (a second endpoint, from the same runs), and
+  // its change is theirs; whether noise calls it a change is not asserted.
+  const res = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}&candidate=${other.id}`);
+  const [point] = res.body.points;
+  const [base, cand] = [report.points[0].total.transactionsPerSecond, otherReport.points[0].total.transactionsPerSecond];
+  assert.equal(res.body.metric.name, 'transactionsPerSecond');
+  assert.deepEqual([point.baseline.n, point.candidate.n], [2, 2]);
+  assert.ok(Math.abs(point.baseline.mean - base.mean) < 1e-9 && Math.abs(point.candidate.mean - cand.mean) < 1e-9, JSON.stringify({ point, base, cand }));
+  assert.ok(Math.abs(point.changePercent - ((cand.mean - base.mean) / base.mean) * 100) < 1e-9, JSON.stringify(point));
+  assert.ok(['better', 'worse', 'no significant change'].includes(point.verdict), point.verdict);
   assert.deepEqual(res.body.environmentDifferences, []);
   const missing = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${job.id}&candidate=00000000-0000-4000-8000-000000000000`);
   assert.equal(missing.status, 404);

@@ -5,20 +5,23 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ApiClient } from '../helpers/api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { startNamespacedAgent } from '../helpers/netns.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { NOT_ROOT } from '../helpers/skip.js';
 
 let redis: TestRedis;
 let api: NiclabProcess;
 let agent: NiclabProcess;
 let bare: NiclabProcess;
 let client: ApiClient;
+let env: Record<string, string>;
 let emptyBin: string;
 const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
 
 before(async () => {
   redis = await startTestRedis();
   const port = await freePort();
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5' };
+  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5' };
   api = spawnNiclab(['api'], env);
   agent = spawnNiclab(['agent', '--id', 'tools'], env);
   // An agent whose PATH has `ss` but no iperf3: a host where iperf3 is not installed.
@@ -72,20 +75,37 @@ test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command a
   assert.match(missing.headers.get('content-type') ?? '', /problem\+json/);
 });
 
-test('iperf3 UDP at a packet rate: sent, received, lost and jitter', async () => {
-  const job = await client.succeed({
-    engine: 'iperf3', protocol: 'udp', duration: 2, interval: 1,
-    udp: { packetSize: 1200, rate: { packetsPerSecond: 2000 } },
-    flows: [{ from: lo('tools'), to: lo('tools') }],
-  });
-  const [f] = job.runs[0].flows;
-  assert.ok(f.udp, 'UDP figures');
-  assert.ok(Math.abs(f.udp.sent - 4000) / 4000 < 0.05, `sent ${f.udp.sent} of 2000 pps x 2 s`);
-  assert.equal(f.udp.sent, f.udp.received + f.udp.lost, 'sent = received + lost');
-  assert.ok(f.udp.lossRatio < 0.01, `loss ${f.udp.lossRatio} on loopback`);
-  assert.ok(f.udp.jitterSeconds >= 0);
-  assert.equal(f.sender.calls, f.udp.sent, 'a UDP call is a datagram');
-  assert.equal(f.retransmits, null);
+test('iperf3 UDP at a packet rate: sent, received and lost as the kernel counted them, and jitter', { skip: NOT_ROOT }, async () => {
+  // An agent in a namespace of its own: its kernel's UDP counters are this job's datagrams alone.
+  const isolated = await startNamespacedAgent('tools-ns', env);
+  try {
+    await waitFor('agent tools-ns online', async () => (await client.call('getAgent', 'GET', '/v1/agents/tools-ns')).body.online, 30_000);
+    const before = await isolated.udp();
+    const job = await client.succeed({
+      engine: 'iperf3', protocol: 'udp', duration: 2, interval: 1,
+      udp: { packetSize: 1200, rate: { packetsPerSecond: 2000 } },
+      flows: [{ from: lo('tools-ns'), to: lo('tools-ns') }],
+    });
+    const after = await isolated.udp();
+    const [f] = job.runs[0].flows;
+    assert.ok(f.udp, 'UDP figures');
+    assert.ok(Math.abs(f.udp.sent - 4000) / 4000 < 0.05, `sent ${f.udp.sent} of 2000 pps x 2 s`);
+    // The kernel's own counts: iperf3's UDP handshake adds a datagram each way (its client's
+    // hello, its server's reply) to its data; RcvbufErrors is what the receiver's socket dropped.
+    const out = after.OutDatagrams - before.OutDatagrams;
+    const into = after.InDatagrams - before.InDatagrams;
+    const dropped = after.RcvbufErrors - before.RcvbufErrors;
+    const counts = `niclab sent ${f.udp.sent}, received ${f.udp.received}, lost ${f.udp.lost}; the kernel: out ${out}, in ${into}, RcvbufErrors ${dropped}`;
+    assert.ok(out - f.udp.sent >= 0 && out - f.udp.sent <= 4, counts);
+    assert.ok(into - f.udp.received >= 0 && into - f.udp.received <= 4, counts);
+    assert.ok(Math.abs(out - into - f.udp.lost) <= 4, counts);
+    assert.ok(f.udp.lossRatio < 0.01, `loss ${f.udp.lossRatio} on loopback`);
+    assert.ok(f.udp.jitterSeconds >= 0);
+    assert.equal(f.sender.calls, f.udp.sent, 'a UDP call is a datagram');
+    assert.equal(f.retransmits, null);
+  } finally {
+    await isolated.stop();
+  }
 });
 
 test('iperf3 absent on an agent: the submission is a 422 that says so', async () => {

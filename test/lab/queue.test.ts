@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/runtime/command';
 import { bareIperf3, flow, mbit, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
-import { irttClient, irttServer, quantile, type RttSample } from '../helpers/irtt.js';
+import { irttDuring, quantile, startIrttServer, type RttSample } from '../helpers/irtt.js';
 
 /**
  * The queue of a shaped link, varied through a job's `tuning.qdisc` (admin), as seed 004 varied
@@ -45,7 +45,8 @@ function kernelLacks(kind: string): string | false {
  */
 const NO_FQ_CODEL = kernelLacks('fq_codel');
 
-interface QueueSample { backlog: number; qlen: number; drops: number }
+/** The kernel's view of the qdisc under A's tbf: its kind and handle, and its counts. */
+interface QueueSample { kind: string; handle: string; backlog: number; qlen: number; drops: number }
 interface Side { jobId: string; runs: any[]; irtt: RttSample[]; queue: QueueSample[] }
 
 describe('the queue of a shaped link through tuning.qdisc: a longer queue, a longer loaded round trip at the same throughput', { skip: NOT_ROOT }, () => {
@@ -65,9 +66,9 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
     let done = false;
     const watching = (async () => {
       while (!done) {
-        const all = JSON.parse(await command('tc', ['-n', t.lab.hosts[0]!.namespace, '-s', '-j', 'qdisc', 'show', 'dev', 'eth1'])) as { parent?: string; backlog: number; qlen: number; drops: number }[];
+        const all = JSON.parse(await command('tc', ['-n', t.lab.hosts[0]!.namespace, '-s', '-j', 'qdisc', 'show', 'dev', 'eth1'])) as { kind: string; handle: string; parent?: string; backlog: number; qlen: number; drops: number }[];
         const child = all.find((q) => q.parent === `${tbf}1`);
-        if (child) samples.push({ backlog: child.backlog, qlen: child.qlen, drops: child.drops });
+        if (child) samples.push({ kind: child.kind, handle: child.handle, backlog: child.backlog, qlen: child.qlen, drops: child.drops });
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
@@ -81,10 +82,10 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
 
   const measure = async (name: string, tuning: object): Promise<Side> => {
     const [a, b] = t.lab.hosts;
-    const probes = irttClient(a!, b!, REPEAT * (IDLE + DURATION + 4) + 10);
     const rr = { ...flow('A', 'B'), test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true } };
-    const [job, queue] = await watchQueue(t.client.succeed({ engine: 'builtin', streams: 4, duration: DURATION, idleBaseline: IDLE, repeat: REPEAT, retries: 2, labels: { queue: name }, tuning, flows: [flow('A', 'B'), rr] }, 180_000));
-    return { jobId: job.id, runs: job.runs, irtt: await probes, queue };
+    // irtt on the same path for as long as the job runs.
+    const [[job, queue], irtt] = await irttDuring(a!, b!, () => watchQueue(t.client.succeed({ engine: 'builtin', streams: 4, duration: DURATION, idleBaseline: IDLE, repeat: REPEAT, retries: 2, labels: { queue: name }, tuning, flows: [flow('A', 'B'), rr] }, 180_000)));
+    return { jobId: job.id, runs: job.runs, irtt, queue };
   };
 
   before(async () => {
@@ -92,8 +93,7 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
     before_ = { A: await setup(t.lab.hosts[0]!.namespace), B: await setup(t.lab.hosts[1]!.namespace) };
     const rootTbf = (setupJson: string) => (JSON.parse(setupJson) as { kind: string; handle: string; root?: boolean }[]).find((q) => q.root && q.kind === 'tbf')!.handle;
     [tbf, tbfB] = [rootTbf(before_.A), rootTbf(before_.B)];
-    server = irttServer(t.lab.hosts[1]!);
-    await new Promise((r) => setTimeout(r, 500));
+    server = await startIrttServer(t.lab.hosts[1]!);
     sides.short = await measure('short', SHORT);
     sides.long = await measure('long', LONG);
     if (!NO_FQ_CODEL) sides.fqCodel = await measure('fq_codel', FQ_CODEL);
@@ -116,10 +116,14 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
       for (const run of side.runs) {
         const [stream, rr] = run.flows;
         ctx.diagnostic(`${name}: ${mbit(stream.bitsPerSecond).toFixed(1)} Mbit/s, rr idle p50/p99 ${(rr.rr.idle.rttSeconds.p50 * 1e3).toFixed(3)}/${(rr.rr.idle.rttSeconds.p99 * 1e3).toFixed(3)} ms, loaded p50/p99 ${(rr.rr.rttSeconds.p50 * 1e3).toFixed(2)}/${(rr.rr.rttSeconds.p99 * 1e3).toFixed(2)} ms, bottleneck ${stream.bottleneck?.verdict}`);
-        for (const [end, handle] of [['sender', tbf], ['receiver', tbfB]] as const) assert.deepEqual(stream.diagnostics[end].tuning.qdisc, { kind, handle: stream.diagnostics[end].tuning.qdisc.handle, parent: `${handle}1`, options });
+        for (const [end, handle] of [['sender', tbf], ['receiver', tbfB]] as const) assert.deepEqual({ ...stream.diagnostics[end].tuning.qdisc, handle: undefined }, { kind, handle: undefined, parent: `${handle}1`, options });
       }
-      // The kernel saw it there during the job (a sample with our child in it).
+      // The kernel saw it there during the job (samples with our child in it), under the handle the
+      // sender's result names: the kind and handle A's kernel showed under its tbf while the runs ran.
       assert.ok(side.queue.length > 20, `${side.queue.length} samples of the child qdisc`);
+      const seen = [...new Set(side.queue.filter((q) => q.kind === kind).map((q) => q.handle))];
+      const reported = [...new Set(side.runs.map((run) => run.flows[0].diagnostics.sender.tuning.qdisc.handle as string))];
+      assert.ok(reported.every((h) => seen.includes(h)), `A's results name the handles ${reported.join(', ')}; A's kernel showed ${kind} under ${seen.join(', ')}`);
     }
     assert.equal(await setup(t.lab.hosts[0]!.namespace), before_.A);
     assert.equal(await setup(t.lab.hosts[1]!.namespace), before_.B);

@@ -112,10 +112,13 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     for (const r of runs) ctx.diagnostic(`  ${describeRun(r)}`);
     // Never faster than asked, by what B's NIC saw.
     assert.ok(rate <= TARGET * 1.01, `niclab delivered ${rate.toFixed(0)} pps to B's NIC (median; ${figures}); the target is ${TARGET} within 1%`);
-    // Bare iperf3 -u reached the target on this path: so must niclab, within 1%. (Where it did not,
-    // the host is loaded by others; the test below compares niclab with it.)
+    // At the target within 1% where bare iperf3 -u reached it on this path; where it did not (this
+    // host could not send that fast then), within 3% of what bare iperf3 -u reached beside it.
     if (bareRate >= TARGET * 0.99) assert.ok(rate >= TARGET * 0.99, `niclab delivered ${rate.toFixed(0)} pps to B's NIC where bare iperf3 -u reached ${bareRate.toFixed(0)} (medians; ${figures}); the target is ${TARGET} within 1%`);
-    else ctx.diagnostic(`bare iperf3 -u did not reach ${TARGET} pps either (median ${bareRate.toFixed(0)}): this host cannot send that fast now`);
+    else {
+      ctx.diagnostic(`bare iperf3 -u did not reach ${TARGET} pps either (median ${bareRate.toFixed(0)}): this host cannot send that fast now`);
+      assert.ok(rate >= bareRate * 0.97, `niclab delivered ${rate.toFixed(0)} pps to B's NIC, bare iperf3 -u ${bareRate.toFixed(0)} beside it (medians; ${figures}): within 3% of it`);
+    }
     // Every datagram B's NIC took reached niclab's receiver or was dropped in B's socket: whether
     // the receiver keeps up at this rate is compared with bare iperf3 -u's loss below.
     checkAccounting(runs, SECONDS);
