@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ApiClient } from '../helpers/api-client.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { startNamespacedAgent } from '../helpers/netns.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { NOT_ROOT } from '../helpers/skip.js';
@@ -29,7 +29,7 @@ before(async () => {
   symlinkSync('/usr/bin/ss', join(emptyBin, 'ss'));
   bare = spawnNiclab(['agent', '--id', 'bare'], { ...env, PATH: emptyBin });
   client = new ApiClient(`http://127.0.0.1:${port}`);
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
+  await waitForApi(client.base);
   for (const id of ['tools', 'bare']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
 });
 

@@ -9,7 +9,7 @@ const lo = (agentId: string) => ({ agent: agentId, interface: 'lo' });
 
 before(async () => {
   // iperf3's server takes a while to listen on a loaded machine: the receivers get 3 s.
-  niclab = await startNiclab(['lat'], { NICLAB_SETUP_SECONDS: '6' });
+  niclab = await startNiclab(['lat']);
   ({ client } = niclab);
 });
 

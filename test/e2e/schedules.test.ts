@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ApiClient } from '../helpers/api-client.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 
 let niclab: TestNiclab;
@@ -61,7 +61,7 @@ const PERIODS = 6;
 test(`every ${EVERY} s for ${PERIODS} periods, across an API restart and beside a second replica: each firing once`, async (ctx) => {
   const port = await freePort();
   extra.push(spawnNiclab(['api', '--no-coordinator'], { ...niclab.env, NICLAB_PORT: String(port) }));
-  await waitFor('the second replica', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ?? false);
+  await waitForApi(`http://127.0.0.1:${port}`, 'the second replica');
   const created = await client.call('createSchedule', 'POST', '/v1/schedules', { name: 'every5', everySeconds: EVERY, spec: spec(1) });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const t0 = Date.now();
@@ -72,17 +72,26 @@ test(`every ${EVERY} s for ${PERIODS} periods, across an API restart and beside 
   await niclab.api.stop();
   const restarted = spawnNiclab(['api'], niclab.env);
   extra.push(restarted);
-  await waitFor('the restarted API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+  await waitForApi(client.base, 'the restarted API');
   await sleep(Math.max(0, window - (Date.now() - t0)));
   await client.call('pauseSchedule', 'POST', '/v1/schedules/every5/pause');
   const schedule = (await client.call('getSchedule', 'GET', '/v1/schedules/every5')).body;
   const jobs = await jobsOf('every5');
   const times = jobs.map((j) => Date.parse(j.spec.labels!.scheduledFor!));
   ctx.diagnostic(`${jobs.length} jobs in ${window / 1000} s; firings ${schedule.firings}, skipped ${schedule.skipped}; scheduled for +${times.map((t) => ((t - t0) / 1000).toFixed(1)).join(', +')} s`);
-  assert.ok(jobs.length >= PERIODS - 1 && jobs.length <= PERIODS + 1, `${jobs.length} firings in ${window / 1000} s at ${EVERY} s`);
+  // Every slot of the window fired once: as a job, or skipped (counted) while the previous job
+  // was still at work, which a loaded machine can make last longer than a period.
+  assert.ok(jobs.length + schedule.skipped >= PERIODS - 1 && jobs.length + schedule.skipped <= PERIODS + 1, `${jobs.length} jobs and ${schedule.skipped} skipped in ${window / 1000} s at ${EVERY} s`);
+  assert.ok(jobs.length >= 2, `${jobs.length} jobs`);
   assert.equal(schedule.firings, jobs.length, 'every firing made one job');
   assert.equal(new Set(times).size, times.length, 'no firing time twice: no duplicates between replicas');
-  for (let i = 1; i < times.length; i++) assert.equal(times[i]! - times[i - 1]!, EVERY * 1000, `one firing per ${EVERY} s`);
+  let missing = 0;
+  for (let i = 1; i < times.length; i++) {
+    const gap = (times[i]! - times[i - 1]!) / (EVERY * 1000);
+    assert.ok(Number.isInteger(gap) && gap >= 1, `firings ${EVERY} s apart, or a whole number of periods: ${gap} periods`);
+    missing += gap - 1;
+  }
+  assert.ok(missing <= schedule.skipped, `${missing} slots between the jobs made none; ${schedule.skipped} firings were counted skipped`);
   await waitFor('the last job to end', async () => (await jobsOf('every5')).every((j) => j.status === 'succeeded'), 30_000);
   assert.equal(schedule.paused, true);
   assert.equal(schedule.nextFireAt, null);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ApiClient } from '../helpers/api-client.js';
-import { childPids, isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
+import { childPids, isAlive, spawnNiclab, waitFor, waitForApi } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 
 test('niclab start runs API, agent "local" and a private Redis, and Ctrl-C stops all of them in order', async () => {
@@ -13,7 +13,7 @@ test('niclab start runs API, agent "local" and a private Redis, and Ctrl-C stops
   const niclab = spawnNiclab(['start'], { NICLAB_PORT: String(port), NICLAB_DATA_DIR: dir }, { group: true });
   try {
     const client = new ApiClient(`http://127.0.0.1:${port}`);
-    await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`)).ok, 20_000);
+    await waitForApi(client.base);
     const agents = await waitFor('agent local', async () => {
       const { body } = await client.call('listAgents', 'GET', '/v1/agents');
       return body.items.some((a: { id: string; online: boolean }) => a.id === 'local' && a.online) ? body : null;

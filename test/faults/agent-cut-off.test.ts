@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/stores/keys';
 import { ApiClient } from '../helpers/api-client.js';
-import { childPids, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { childPids, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -37,7 +37,7 @@ before(async () => {
     spawnNiclab(['agent', '--id', 'cr'], { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, NICLAB_TASK_LOCK_SECONDS: String(LOCK_MS / 1000) }),
   ];
   client = new ApiClient(`http://127.0.0.1:${port}`);
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false);
+  await waitForApi(client.base);
   for (const id of ['cs', 'cr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
 });
 after(async () => {

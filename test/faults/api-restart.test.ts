@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiClient } from '../helpers/api-client.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;
@@ -28,7 +28,7 @@ after(async () => {
 test('restarting the API (and its coordinator) mid-campaign loses nothing: the job finishes every run', async () => {
   const first = spawnNiclab(['api'], env);
   apis.push(first);
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
+  await waitForApi(client.base);
   await waitFor('agent r', async () => (await client.call('getAgent', 'GET', '/v1/agents/r')).body.online);
   const submitted = await client.submit({ engine: 'builtin', duration: 1.5, repeat: 4, flows: [{ from: { agent: 'r', interface: 'lo' }, to: { agent: 'r', interface: 'lo' } }] });
   const id = submitted.body.id;
@@ -41,7 +41,7 @@ test('restarting the API (and its coordinator) mid-campaign loses nothing: the j
 
   const second = spawnNiclab(['api'], env);
   try {
-    await waitFor('the API again', async () => (await fetch(`${client.base}/readyz`)).ok);
+    await waitForApi(client.base, 'the API again');
     const { job } = await client.finish(id, 60_000);
     assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
     assert.deepEqual(job.progress, { runsDone: 4, runsTotal: 4 });
@@ -54,7 +54,7 @@ test('restarting the API (and its coordinator) mid-campaign loses nothing: the j
     const replica = spawnNiclab(['api', '--no-coordinator'], { ...env, NICLAB_PORT: String(replicaPort) });
     try {
       const other = new ApiClient(`http://127.0.0.1:${replicaPort}`);
-      await waitFor('the replica', async () => (await fetch(`${other.base}/readyz`).catch(() => null))?.ok ?? false);
+      await waitForApi(other.base, 'the replica');
       assert.deepEqual((await other.job(id)).body, (await client.job(id)).body);
       assert.deepEqual((await other.call('listJobs', 'GET', '/v1/jobs')).body, (await client.call('listJobs', 'GET', '/v1/jobs')).body);
     } finally {

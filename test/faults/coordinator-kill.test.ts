@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/stores/keys';
 import { ApiClient } from '../helpers/api-client.js';
-import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 
 /** For process starts, late timers and Redis round trips on a loaded 2-core machine. */
@@ -38,7 +38,7 @@ before(async () => {
   processes.push(spawnNiclab(['api', '--no-coordinator'], env), spawnNiclab(['agent', '--id', 'cs'], env), spawnNiclab(['agent', '--id', 'cr'], env));
   client = new ApiClient(`http://127.0.0.1:${port}`);
   // Starting is not what is tested: with the agents starting beside it on a loaded 2-core machine the API has taken over 15 s.
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false, 60_000);
+  await waitForApi(client.base);
   for (const id of ['cs', 'cr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
 });
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/runtime/private-redis';
 import { ApiClient } from '../helpers/api-client.js';
-import { isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { isAlive, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, uniquePrefix } from '../helpers/redis.js';
 
 /**
@@ -33,7 +33,7 @@ before(async () => {
   agents = AGENTS.map((id) => spawnNiclab(['agent', '--id', id], env));
   client = new ApiClient(`http://127.0.0.1:${port}`);
   // Starting is not what is tested: with the agents starting beside it on a loaded 2-core machine the API has taken over 15 s.
-  await waitFor('the API', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false, 60_000);
+  await waitForApi(client.base);
   for (const id of AGENTS) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
 });
 after(async () => {

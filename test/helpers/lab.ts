@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { labDown, labUp, type LabHost, type LabState } from '@niclab/cli/lab/lab';
 import { command } from '@niclab/shared/runtime/command';
 import { ApiClient } from './api-client.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from './processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 export { NOT_ROOT } from './skip.js';
@@ -28,7 +28,7 @@ export async function startTestLab(hosts: number, rate: string, labels?: string)
   const name = `t${randomBytes(4).toString('hex')}`;
   const prefix = uniquePrefix();
   const port = await freePort();
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5', NICLAB_DATA_DIR: dataDir };
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: prefix, NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '10', NICLAB_DATA_DIR: dataDir };
   let lab: LabState | undefined;
   let api: NiclabProcess | undefined;
   const close = async () => {
@@ -41,7 +41,7 @@ export async function startTestLab(hosts: number, rate: string, labels?: string)
     lab = await labUp({ name, hosts, rate, redisUrl: redis.url, prefix, dataDir, heartbeatSeconds: 1, logLevel: 'warn', ...(labels ? { labels } : {}) });
     api = spawnNiclab(['api'], env);
     const client = new ApiClient(`http://127.0.0.1:${port}`);
-    await waitFor('the API', async () => (await fetch(`${client.base}/readyz`)).ok);
+    await waitForApi(client.base);
     await waitFor('every lab agent online', async () => {
       const { body } = await client.call('listAgents', 'GET', '/v1/agents');
       return lab!.hosts.every((h) => body.items.some((a: { id: string; online: boolean }) => a.id === h.agentId && a.online));

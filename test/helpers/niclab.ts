@@ -1,5 +1,5 @@
 import { ApiClient } from './api-client.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from './processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from './processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 /** A niclab of separate processes on a private Redis: `niclab api` and one `niclab agent` per id. */
@@ -13,11 +13,14 @@ export interface TestNiclab {
   stop(): Promise<void>;
 }
 
-/** `token`: what the test's client sends, for an API with a policy file in `extraEnv`. */
+/**
+ * `token`: what the test's client sends, for an API with a policy file in `extraEnv`. The setup
+ * allowance is the product's (10 s): beside other tests a receiver has taken over 3 s to start.
+ */
 export async function startNiclab(agentIds: string[], extraEnv: Record<string, string> = {}, token?: string): Promise<TestNiclab> {
   const redis = await startTestRedis();
   const port = await freePort();
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3', ...extraEnv };
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '10', ...extraEnv };
   const api = spawnNiclab(['api'], env);
   const agents = agentIds.map((id) => spawnNiclab(['agent', '--id', id], env));
   const client = new ApiClient(`http://127.0.0.1:${port}`, token);
@@ -28,7 +31,7 @@ export async function startNiclab(agentIds: string[], extraEnv: Record<string, s
   };
   try {
     // The API compiles the contract's validators as it starts: beside several agents starting on a loaded 2-core machine that took 17 s.
-    await waitFor('the API to be ready', async () => (await fetch(`${client.base}/readyz`).catch(() => null))?.ok ?? false, 45_000);
+    await waitForApi(client.base);
     for (const id of agentIds) await waitFor(`agent ${id} to be online`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
   } catch (error) {
     await stop();

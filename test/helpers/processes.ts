@@ -87,6 +87,14 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
 
+/**
+ * Waits for an API at `base` to answer /readyz. Starting, it compiles the contract's validators:
+ * seconds of CPU, which beside other tests on a loaded 2-core machine took over 15 s.
+ */
+export function waitForApi(base: string, what = 'the API', timeoutMs = 60_000): Promise<boolean> {
+  return waitFor(what, async () => (await fetch(`${base}/readyz`).catch(() => null))?.ok ?? false, timeoutMs);
+}
+
 /** Waits until every one of `parents` has a child process (each end's engine runs), and returns all their children. */
 export function enginesOf(parents: number[], timeoutMs = 20_000): Promise<number[]> {
   return waitFor('every end\'s engine to run', () => {

@@ -10,9 +10,9 @@ import { startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 export type TestConfig = Config & { redisUrl: string };
 
-/** A config for one test: its own key prefix on the given Redis, fast heartbeats, quiet logs. */
+/** A config for one test: its own key prefix on the given Redis, fast heartbeats, the product's setup allowance (10 s, for a loaded machine), quiet logs. */
 export function testConfig(redisUrl: string, overrides: Partial<Config> = {}): TestConfig {
-  return loadConfig({}, { redisUrl, prefix: uniquePrefix(), heartbeatSeconds: 1, setupSeconds: 5, logLevel: 'silent', ...overrides }) as TestConfig;
+  return loadConfig({}, { redisUrl, prefix: uniquePrefix(), heartbeatSeconds: 1, setupSeconds: 10, logLevel: 'silent', ...overrides }) as TestConfig;
 }
 
 export const silentLog = createLogger('silent');

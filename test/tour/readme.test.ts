@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { NOT_ROOT } from '../helpers/lab.js';
-import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
@@ -38,7 +38,7 @@ describe('the README tour, run as written', { skip: NOT_ROOT }, () => {
     env = { NICLAB_DATA_DIR: join(dir, 'data'), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '5', NICLAB_LOG_LEVEL: 'warn', NICLAB_API: `http://127.0.0.1:${port}`, NICLAB_LAB: LAB };
     // `npm start` in the other terminal: API, coordinator, agent "local", private Redis.
     niclab = spawnNiclab(['start'], env);
-    await waitFor('niclab start', async () => (await fetch(`${env.NICLAB_API}/readyz`).catch(() => null))?.ok ?? false, 30_000);
+    await waitForApi(env.NICLAB_API!, 'niclab start');
     writeFileSync(join(dir, 'niclab'), `#!/bin/sh\nexec "${process.execPath}" "${MAIN}" "$@"\n`);
     chmodSync(join(dir, 'niclab'), 0o755);
   });
