@@ -22,6 +22,14 @@ const SEARCH = 'services/shared/src/domain/rate-search.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'udp-reorder-undercounted',
+    what: 'the builtin UDP receiver counts a datagram out of order only when it is more than one behind the highest seen',
+    file: UDP_CHILD,
+    from: 'if (seq < highest) outOfOrder += 1;',
+    to: 'if (seq < highest - 1) outOfOrder += 1;',
+    tests: ['test/engines/udp-reorder.test.ts'],
+  },
+  {
     id: 'throughput-doubled',
     what: "a flow's throughput adds the sender's rate to the receiver's (191 Mbit/s on a 100 Mbit/s link)",
     file: FLOW_RESULT,
