@@ -108,15 +108,37 @@ function compileOperation<Op extends OperationId>(
   const scope = op['x-niclab-scope'];
   if (!isOperationScope(scope)) throw new Error(`openapi.yaml: operation ${operationId} has no x-niclab-scope that this API knows`);
   const bodyRequired = op.requestBody?.required ?? false;
-  return {
-    operationId,
-    scope,
+  // Compiled when first used: the job spec's validator alone is about a second of CPU, which
+  // every API start paid for every operation before it answered /readyz (over 5 s at load 25).
+  const compiled = lazy(() => ({
     headers: compileSchema(ajv.query, { ...parameterSchema(headerParams), additionalProperties: true }),
     params: compileSchema(ajv.query, parameterSchema(parameters.filter((p) => p.in === 'path'))),
     query: compileSchema(ajv.query, parameterSchema(parameters.filter((p) => p.in === 'query'))),
     body: op.requestBody ? compileSchema(ajv.body, op.requestBody.content['application/json']?.schema) : undefined,
+  }));
+  return {
+    operationId,
+    scope,
+    get headers() {
+      return compiled().headers as ValidateFunction<RequestHeaders<Op>>;
+    },
+    get params() {
+      return compiled().params as ValidateFunction<PathParams<Op>>;
+    },
+    get query() {
+      return compiled().query as ValidateFunction<QueryParams<Op>>;
+    },
+    get body() {
+      return compiled().body as ValidateFunction<RequestBody<Op>> | undefined;
+    },
     absentBodyAllowed: (body): body is RequestBody<Op> => body === undefined && !bodyRequired,
   };
+}
+
+/** `make()`'s value, made on the first call and kept. */
+function lazy<T>(make: () => T): () => T {
+  let value: { made: T } | undefined;
+  return () => (value ??= { made: make() }).made;
 }
 
 function validate<Op extends OperationId>(op: CompiledOperation<Op>, req: Request) {
