@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { FIGURES, NOT_FIGURES } from '@niclab/shared/domain/figures/catalogue';
 import { FLEET_FAMILIES, LINK_FAMILIES } from '@niclab/api/metric-families';
 import { loadOpenApi } from '@niclab/shared/runtime/openapi';
+import { README, withFigures } from '../gen-figures.js';
 
 /**
  * The figure catalogue covers everything niclab reports: every numeric field of the contract's
@@ -81,4 +82,9 @@ test('every figure names its reference test, and the test exists with that case'
     // A figure compared with an interval of repeated runs needs a domain that bounds it.
     if (f.domain.scale === 'log') assert.equal(f.domain.min, 0, `${f.name}: a log-scale figure lies above 0`);
   }
+});
+
+test("the README's Figures section is the catalogue's (npm run gen:figures writes it)", () => {
+  const readme = readFileSync(README, 'utf8');
+  assert.equal(readme, withFigures(readme), 'README.md differs from the catalogue: run npm run gen:figures');
 });
