@@ -120,7 +120,7 @@ export const FIGURES: readonly Figure[] = [
     unit: 's', display: SECONDS, better: 'lower', domain: COUNT,
     kinds: ALL_KINDS, engines: BOTH,
     computed: "process.cpuUsage() of the engine's own process over its run (builtin); iperf3's host_total CPU share × its seconds.",
-    reference: { kind: 'kernel', against: "the engine process's utime + stime from /proc/PID/stat, read by the test every 20 ms", test: 'test/engines/builtin-udp.test.ts', case: 'its sender uses at most twice the CPU of bare iperf3' },
+    reference: { kind: 'kernel', against: "the engine process's utime + stime from /proc/PID/stat, read by the test every 20 ms", test: 'test/engines/builtin-udp.test.ts', case: 'its own CPU figure is what /proc counted' },
     answers: {
       zero: 'An engine that did nothing used a few ms starting.',
       directions: "Each end's own process.",
@@ -152,7 +152,7 @@ export const FIGURES: readonly Figure[] = [
     unit: 'bit/s', display: MBIT, better: 'higher', domain: POSITIVE,
     kinds: ALL_KINDS, engines: BOTH,
     computed: 'realBitsPerSecond = bytes × 8 / realSeconds, cpuBitsPerSecond = bytes × 8 / cpuSeconds, realCallsPerSecond = calls / realSeconds, cpuCallsPerSecond = calls / cpuSeconds; 0 where the divisor is 0.',
-    reference: { kind: 'arithmetic', against: 'endFigures on a case worked by hand', test: 'test/engines/contract.test.ts', case: 'a TCP stream: both ends report nttcp figures' },
+    reference: { kind: 'arithmetic', against: 'bytes, seconds and calls of a case worked by hand', test: 'test/shared/figures.test.ts', case: "nttcp's derived columns" },
     answers: {
       zero: 'A zero divisor gives 0, not Infinity.',
       directions: "The leg's own ends.",
@@ -179,7 +179,7 @@ export const FIGURES: readonly Figure[] = [
     unit: 's/Gbit', display: { scale: 1, unit: 'CPU s/Gbit', digits: 3 }, better: 'lower', domain: POSITIVE,
     kinds: ['stream'], engines: BOTH,
     computed: "Σ (sender + receiver cpuSeconds) / (Σ receiver bytes × 8 / 1e9) over the run's stream flows.",
-    reference: { kind: 'arithmetic', against: 'endCpuSeconds and endBytes', test: 'test/api/compare-direction.test.ts', case: 'every figure measured is compared in its own direction' },
+    reference: { kind: 'arithmetic', against: 'endCpuSeconds and endBytes of two flows worked by hand', test: 'test/shared/figures.test.ts', case: 'CPU seconds per gigabit' },
     answers: { zero: 'Null when no stream flow delivered a byte.', directions: 'Both legs of a bidir run together.', flows: 'All stream flows of the run together.', stall: 'As its parts.', wire: 'Per payload gigabit.' },
     fields: [],
   },
