@@ -99,6 +99,8 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
           // Its sender's eth1 carried its payload, plus TCP/IP headers (about 4%) and retransmits: not another flow's.
           const tx = sent[round]![i]!;
           assert.ok(tx >= f.sender.bytes && tx <= f.sender.bytes * 1.1, `round ${round}, flow ${i} from ${senders[i]}: niclab says ${f.sender.bytes} bytes, ${senders[i]}'s eth1 sent ${tx}`);
+          // niclab's own counter delta of that eth1 (around its engine) lies inside the test's (around the whole job).
+          assert.ok(f.nic.from.txBytes >= f.sender.bytes && f.nic.from.txBytes <= tx, `round ${round}, flow ${i}: niclab's nic.from.txBytes ${f.nic.from.txBytes}, the sender's bytes ${f.sender.bytes}, ip -s link around the job ${tx}`);
         });
       });
       // One receiver host served every sender at once: a receiver process and port of its own each.
