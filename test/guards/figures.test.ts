@@ -6,6 +6,8 @@ import { FIGURES, NOT_FIGURES } from '@niclab/shared/domain/figures/catalogue';
 import { FLEET_FAMILIES, LINK_FAMILIES } from '@niclab/api/metric-families';
 import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { README, withFigures } from '../gen-figures.js';
+import { COLUMNS } from '@niclab/shared/domain/figures/columns';
+import { METRIC_NAMES } from '@niclab/shared/domain/figure-directions';
 
 /**
  * The figure catalogue covers everything niclab reports: every numeric field of the contract's
@@ -87,4 +89,10 @@ test('every figure names its reference test, and the test exists with that case'
 test("the README's Figures section is the catalogue's (npm run gen:figures writes it)", () => {
   const readme = readFileSync(README, 'utf8');
   assert.equal(readme, withFigures(readme), 'README.md differs from the catalogue: run npm run gen:figures');
+});
+
+test("the comparison's figures are the contract's MetricName, each a column of a catalogue figure with a direction", () => {
+  assert.deepEqual([...METRIC_NAMES].sort(), [...(schemas.MetricName.enum as string[])].sort());
+  for (const c of COLUMNS.filter((col) => col.run)) assert.notEqual(c.figure.better, null, `${c.name}: a compared figure has a better way`);
+  assert.equal(new Set(COLUMNS.map((c) => c.name)).size, COLUMNS.length, 'column names are unique');
 });

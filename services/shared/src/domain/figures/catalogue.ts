@@ -42,7 +42,7 @@ export const FIGURES: readonly Figure[] = [
   {
     name: 'bitsPerSecond',
     meaning: 'Goodput as received: payload bytes the receiver read, times 8, over its real seconds.',
-    unit: 'bit/s', display: MBIT, better: 'higher', domain: POSITIVE,
+    unit: 'bits/s', display: MBIT, better: 'higher', domain: POSITIVE,
     kinds: ['stream'], engines: BOTH,
     computed: "The receiver's bytes × 8 / its realSeconds (first byte to last); summed over a run's stream flows for its total.",
     reference: { kind: 'bare-tool', against: "bare iperf3's sum_received on the same path, alternating with niclab's runs", test: LAB_FLOWS, case: 'A -> D, builtin TCP and iperf3 TCP' },
@@ -59,7 +59,7 @@ export const FIGURES: readonly Figure[] = [
   {
     name: 'intervalBitsPerSecond',
     meaning: 'Goodput in one interval of the run, as received.',
-    unit: 'bit/s', display: MBIT, better: 'higher', domain: POSITIVE,
+    unit: 'bits/s', display: MBIT, better: 'higher', domain: POSITIVE,
     kinds: ['stream'], engines: BOTH,
     computed: "The receiver's bytes read in [start, end) × 8 / (end − start), every `interval` seconds of its run.",
     reference: { kind: 'closed-form', against: "the intervals tile the receiver's run from 0 and their bytes add up to the receiver's bytes", test: 'test/engines/intervals.test.ts', case: 'the intervals tile' },
@@ -149,7 +149,7 @@ export const FIGURES: readonly Figure[] = [
   {
     name: 'endRates',
     meaning: "nttcp's derived columns: bytes × 8 and calls over real and over CPU seconds.",
-    unit: 'bit/s', display: MBIT, better: 'higher', domain: POSITIVE,
+    unit: 'bits/s', display: MBIT, better: 'higher', domain: POSITIVE,
     kinds: ALL_KINDS, engines: BOTH,
     computed: 'realBitsPerSecond = bytes × 8 / realSeconds, cpuBitsPerSecond = bytes × 8 / cpuSeconds, realCallsPerSecond = calls / realSeconds, cpuCallsPerSecond = calls / cpuSeconds; 0 where the divisor is 0.',
     reference: { kind: 'arithmetic', against: 'bytes, seconds and calls of a case worked by hand', test: 'test/shared/figures.test.ts', case: "nttcp's derived columns" },
@@ -463,7 +463,17 @@ export const FIGURES: readonly Figure[] = [
     computed: 'From the sender’s and the reflector’s counts; ratios over sent (forward, total) and over reflected (return).',
     reference: { kind: 'closed-form', against: 'a far end that reflected 95 of 100 with 90 back', test: 'test/engines/probe-stats.test.ts', case: 'loss per direction' },
     answers: { zero: 'Ratios are 0 over 0 sent; forward and return are null without the far end’s counts.', directions: 'Each way.', flows: 'Per probe flow; a run’s probeLossRatio is over all its probe flows.', stall: 'As the counts.', wire: 'Datagrams.' },
-    fields: ['FlowResult.probe.*.lost.*', 'FlowResult.probe.*.lossRatio.*'],
+    fields: ['FlowResult.probe.*.lost.*'],
+  },
+  {
+    name: 'probeLossRatio',
+    meaning: 'Probe datagrams lost over those sent: forward and in all over sent, return over reflected.',
+    unit: 'ratio', display: PERCENT, better: 'lower', domain: RATIO,
+    kinds: ['probe'], engines: BUILTIN,
+    computed: "probeLost's counts over sent (forward, total) and over reflected (return); a run's over all its probe flows under load.",
+    reference: { kind: 'closed-form', against: 'a far end that reflected 95 of 100 with 90 back', test: 'test/engines/probe-stats.test.ts', case: 'loss per direction' },
+    answers: { zero: '0 over 0 sent; null each way without the far end’s counts.', directions: 'Each way.', flows: 'A run’s is over all its probe flows’ datagrams.', stall: 'As the counts.', wire: 'Datagrams.' },
+    fields: ['FlowResult.probe.*.lossRatio.*'],
     metrics: ['niclab_link_probe_loss_ratio'],
   },
   {

@@ -10,7 +10,7 @@ export type TestName = JobSpec['test'];
 
 /** Base units, as in JSON. */
 export type Unit =
-  | 'bit/s'
+  | 'bits/s'
   | 'B'
   | 's'
   | 'ratio'
