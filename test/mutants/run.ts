@@ -53,17 +53,31 @@ function build(work: string): string | null {
 
 interface TestRun { passed: boolean; failed: string[]; seconds: number; tail: string }
 
+/** The longest one selection of tests may run before it is ended (a hang is a failure). */
+const RUN_TIMEOUT_MS = 10 * 60_000;
+
 /** Runs test files in the copy as `npm test` does; the names of the tests that failed. */
 function runTests(work: string, tests: string[], pattern?: string): Promise<TestRun> {
   const started = Date.now();
   const argv = ['--import', 'tsx', '--conditions=niclab-source', '--test', '--test-concurrency=1', '--test-reporter=tap'];
   if (pattern) argv.push(`--test-name-pattern=${pattern}`);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...argv, ...tests], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...argv, ...tests], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c));
     child.stderr.on('data', (c: Buffer) => (output += c));
+    // A mutant can make a test wait forever (a stream that never resumes): past the limit the
+    // run is ended with its process group, and counts as failed (the mutant is caught).
+    const timer = setTimeout(() => {
+      output += `\nnot ok 0 - killed after ${RUN_TIMEOUT_MS / 60_000} min\n`;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, RUN_TIMEOUT_MS);
     child.on('close', (code) => {
+      clearTimeout(timer);
       const failed = [...output.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]!.trim());
       resolve({ passed: code === 0, failed: [...new Set(failed)], seconds: (Date.now() - started) / 1000, tail: output.split('\n').slice(-40).join('\n') });
     });
