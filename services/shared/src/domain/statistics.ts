@@ -95,16 +95,31 @@ export function tCdf(t: number, df: number): number {
   return t >= 0 ? 1 - tail : tail;
 }
 
-/** The `p` quantile of Student's t with `df` degrees of freedom (bisection on the CDF). */
+/** Student's t density with `df` degrees of freedom. */
+function tPdf(t: number, df: number): number {
+  return Math.exp(logGamma((df + 1) / 2) - logGamma(df / 2) - ((df + 1) / 2) * Math.log1p((t * t) / df)) / Math.sqrt(df * Math.PI);
+}
+
+/**
+ * The `p` quantile of Student's t with `df` degrees of freedom: Newton's method on the CDF,
+ * kept inside a shrinking bracket (a step that leaves it bisects instead), so it converges
+ * where Newton alone would overshoot in the heavy tails of a small df.
+ */
 export function tQuantile(p: number, df: number): number {
   let low = -1e4;
   let high = 1e4;
+  let t = 0;
   for (let i = 0; i < 200; i++) {
-    const mid = (low + high) / 2;
-    if (tCdf(mid, df) < p) low = mid;
-    else high = mid;
+    const f = tCdf(t, df) - p;
+    if (f === 0) return t;
+    if (f < 0) low = t;
+    else high = t;
+    let next = t - f / tPdf(t, df);
+    if (!(next > low && next < high)) next = (low + high) / 2;
+    if (Math.abs(next - t) <= 1e-13 * Math.max(1, Math.abs(t))) return next;
+    t = next;
   }
-  return (low + high) / 2;
+  return t;
 }
 
 export interface Welch {
