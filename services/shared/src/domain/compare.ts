@@ -10,7 +10,8 @@ import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
 import { pointLabel } from './report.js';
 import { alignTable } from './text-table.js';
-import { summarize, welch } from './statistics.js';
+import { CONFIDENCE, summarize, welch, type Summary } from './statistics.js';
+import { FIGURE_DOMAINS } from './figure-domains.js';
 
 export type Comparison = components['schemas']['Comparison'];
 type ComparedPoint = components['schemas']['ComparedPoint'];
@@ -76,6 +77,8 @@ function measured(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[
 
 const direction = (m: RunMetric): MetricDirection => ({ name: m.name, unit: m.unit, higherIsBetter: m.higherIsBetter });
 
+const side = (s: Summary): ComparedPoint['baseline'] => ({ n: s.n, mean: s.mean, standardDeviation: s.standardDeviation, confidenceInterval: s.confidenceInterval, intervalMethod: s.intervalMethod });
+
 /**
  * A/B of two jobs on `metricName` (default: the baseline's headline), each point's verdict in
  * that figure's own direction; `metrics` does the same for every figure either job measured.
@@ -87,15 +90,15 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
   const notComparable = !metricName && metric.name !== headline(candidate.spec).name ? `the baseline measures ${metric.name}, the candidate ${headline(candidate.spec).name}` : null;
   const differences = environmentDifferences(baseRuns.filter((r) => r.status === 'succeeded'), candRuns.filter((r) => r.status === 'succeeded'), userVaried);
   const flagged = differences.some((d) => !d.variedByUser);
-  const confidence = 0.95;
+  const confidence = CONFIDENCE;
   const keys = new Map<string, SweepPoint>();
   for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
   const [baseByPoint, candByPoint] = [byPoint(baseRuns), byPoint(candRuns)];
   const pointsOf = (m: RunMetric): ComparedPoint[] => {
     const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).filter((r) => r.status === 'succeeded').map((r) => m.value(spec, r)).filter((v): v is number => v !== null);
     return [...keys].map(([key, point]) => {
-      const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence);
-      const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence);
+      const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence, FIGURE_DOMAINS[m.name]);
+      const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence, FIGURE_DOMAINS[m.name]);
       const w = welch(b, c, confidence);
       const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
       const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;
@@ -108,8 +111,8 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
       const changePercent = b.n && c.n ? pct(w.difference) : null;
       return {
         point,
-        baseline: { n: b.n, mean: b.mean, standardDeviation: b.standardDeviation },
-        candidate: { n: c.n, mean: c.mean, standardDeviation: c.standardDeviation },
+        baseline: side(b),
+        candidate: side(c),
         changePercent,
         changePercentInterval: b.n >= 2 && c.n >= 2 ? [pct(w.differenceInterval[0]), pct(w.differenceInterval[1])] : null,
         pValue: reason ? null : w.pValue,

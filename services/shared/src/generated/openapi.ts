@@ -117,9 +117,10 @@ export interface paths {
         };
         /**
          * Statistics of the job's runs per sweep point, per flow and summed
-         * @description Means, standard deviations, min, max, the confidence interval of the mean, the
-         *     coefficient of variation and n over each point's succeeded runs. `csv` has one header
-         *     row and a row per point, flow (or `total`) and metric; `table` prints nttcp's columns
+         * @description Means, standard deviations, min, max, the confidence interval of the mean (within what
+         *     the figure can be: see RepeatSummary), the coefficient of variation and n over each
+         *     point's succeeded runs. `csv` has one header row and a row per point, flow (or `total`)
+         *     and metric, the interval's method last (`ciMethod`); `table` prints nttcp's columns
          *     (local = sender, remote = receiver, each the mean over the runs) for a terminal. `svg`
          *     draws the job's figure (Vega-Lite, rendered by the API): a sweep is the headline with
          *     its interval against the last swept field, a line per flow and per value of the other
@@ -791,10 +792,28 @@ export interface components {
             standardDeviation: number;
             min: number;
             max: number;
-            /** @description The interval of the mean at the report's confidence (Student t); the mean itself when n = 1. */
+            /**
+             * @description The interval of the mean at the report's confidence, within what the figure can be;
+             *     the mean itself when n = 1. Each figure's domain is declared once
+             *     (`services/shared/src/domain/figure-domains.ts`): rates, round trips, delays, jitter,
+             *     CPU times and counts are at least 0, loss ratios in [0, 1]. See `intervalMethod`.
+             */
             confidenceInterval: number[];
+            intervalMethod: components["schemas"]["IntervalMethod"];
             coefficientOfVariation: number;
         };
+        /**
+         * @description How an interval of a mean was made. `t`: mean ± t · sd / √n, t Student's quantile for
+         *     n - 1 degrees of freedom at the report's confidence.
+         *     `clipped-t`: that interval cut at the figure's bounds, which it crossed: 0 for a rate, a
+         *     delay, CPU time or a count, 0 and 1 for a loss ratio (a noisy n = 3 gave -4,647 to 17,249
+         *     Mbit/s; it is now 0 to 17,249, `clipped-t`). The mean lies in the figure's domain, so the
+         *     cut never removes it: the interval covers the mean as often as the t-interval does. It
+         *     stays an interval of the arithmetic mean, the one reported beside it and compared by
+         *     Welch's test (an interval of the logs, back-transformed, would be the geometric mean's).
+         * @enum {string}
+         */
+        IntervalMethod: "t" | "clipped-t";
         NullableRepeatSummary: null | components["schemas"]["RepeatSummary"];
         Report: {
             jobId: components["schemas"]["Id"];
@@ -959,6 +978,9 @@ export interface components {
             n: number;
             mean: number;
             standardDeviation: number;
+            /** @description The interval of the side's mean within the figure's domain, as RepeatSummary's. */
+            confidenceInterval: number[];
+            intervalMethod: components["schemas"]["IntervalMethod"];
         };
         RunSummary: {
             runId: components["schemas"]["Id"];
@@ -1040,7 +1062,7 @@ export interface components {
             max: number;
             /** @description Confidence level of the interval (default 0.95). */
             confidence?: number;
-            /** @description Half the interval's width as a percentage of the mean (default 2.5). */
+            /** @description Half the Student-t interval's width (t · sd / √n, whatever interval the report shows) as a percentage of the mean (default 2.5): netperf -I's measure. */
             halfWidthPercent?: number;
         };
         /**
