@@ -180,14 +180,15 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   const candidate = jobOf('cand', { engine: 'iperf3', sweep: { bufferLength: [8192, 65536] } } as Partial<JobSpec>);
   // t(0.975, 3) = 3.182; sd 10 Mbit/s over sqrt(4): the interval is ±15.9 Mbit/s.
   const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6, confidenceInterval: [mean - 15.91e6, mean + 15.91e6], intervalMethod: 't' as const });
+  const rest = { difference: null, differenceInterval: null, differenceIntervalMethod: null, changePercentReason: null, judged: '', reason: null, environmentFlagged: false };
   const points: Comparison['points'] = [
-    { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', judged: '', reason: null, environmentFlagged: false },
-    { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', judged: '', reason: null, environmentFlagged: false },
+    { ...rest, point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, adjustedPValue: 0.002, verdict: 'better' },
+    { ...rest, point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, adjustedPValue: 0.5, verdict: 'no significant change' },
   ];
   const metric = { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true } as const;
   const c: Comparison = {
-    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, points }], higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
-    points,
+    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, minChange: 1e4, points }], higherIsBetter: true, confidence: 0.95,
+    correction: { method: 'holm', family: 'figure', alpha: 0.05 }, minChangePercent: 1, minChange: 1e4, variedByUser: ['engine'], environmentDifferences: [], points,
   };
   const svg = await draw(comparisonChart(baseline, candidate, c));
   assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);

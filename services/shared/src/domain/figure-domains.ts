@@ -4,7 +4,7 @@
  * of a mean to it (and say so: `clipped-t`), so no interval says a rate, a delay or a count
  * could be below 0, or a loss ratio above 1.
  */
-import type { MetricName } from './figure-directions.js';
+import type { MetricName, RunMetric } from './figure-directions.js';
 
 /** The values a figure can take. */
 export interface FigureDomain {
@@ -48,3 +48,9 @@ export const FIGURE_DOMAINS: Record<FigureName, FigureDomain> = {
   receiverCpuSeconds: NON_NEGATIVE,
 };
 
+/**
+ * The least change of a figure's mean a comparison calls `better` or `worse`, in its base
+ * unit: one unit of the last digit its tables print (0.01 Mbit/s, 0.001 ms, 0.001 % of
+ * datagrams, 1 segment). It is what judges a change from a baseline of 0, which has no %.
+ */
+export const minChange = (m: RunMetric): number => m.table.scale * 10 ** -m.table.digits;

@@ -1,8 +1,8 @@
 /**
  * The statistics of repeated runs: summaries with the confidence interval of the mean (within
- * the figure's domain) and Welch's t-test for comparing two campaigns. No dependencies: the t
- * distribution comes from the regularized incomplete beta function (Numerical Recipes'
- * continued fraction).
+ * the figure's domain), Welch's t-test for comparing two campaigns and Holm's adjustment of a
+ * family of its p-values. No dependencies: the t distribution comes from the regularized
+ * incomplete beta function (Numerical Recipes' continued fraction).
  */
 import { UNBOUNDED, type FigureDomain } from './figure-domains.js';
 
@@ -73,6 +73,23 @@ export function summarize(values: number[], confidence = CONFIDENCE, domain: Fig
 /** Half the Student-t interval's width as a percentage of the mean (netperf -I's measure), uncut: adaptive repetition stops on it. */
 export function halfWidthPercent(summary: Summary, confidence = CONFIDENCE): number {
   return summary.mean !== 0 ? (tHalfWidth(summary.standardDeviation, summary.n, confidence) / Math.abs(summary.mean)) * 100 : 0;
+}
+
+/**
+ * Holm's step-down adjustment of one family's p-values, in their order: the i-th smallest of
+ * m becomes max over j <= i of min(1, (m - j + 1) p(j)). Rejecting where the adjusted p is
+ * below alpha keeps the chance of any false rejection in the family at most alpha, whatever
+ * the dependence between its tests. A null (no test) is no member and stays null.
+ */
+export function holm(pValues: (number | null)[]): (number | null)[] {
+  const members = pValues.map((p, i) => ({ p, i })).filter((x): x is { p: number; i: number } => x.p !== null).sort((a, b) => a.p - b.p);
+  const adjusted: (number | null)[] = pValues.map(() => null);
+  let running = 0;
+  members.forEach(({ p, i }, rank) => {
+    running = Math.max(running, Math.min(1, (members.length - rank) * p));
+    adjusted[i] = running;
+  });
+  return adjusted;
 }
 
 function logGamma(x: number): number {
