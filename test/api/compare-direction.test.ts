@@ -62,7 +62,7 @@ test('every figure measured is compared in its own direction; the headline stays
   assert.ok(Math.abs(c.points[0]!.baseline.mean - 94.1e6) < 1);
   const table = comparisonTable(c, []);
   assert.match(table, /judged: bitsPerSecond \(higher is better\)/);
-  assert.match(table, /rttP99Seconds\s+ms\s+lower is better\s+2\.\d+\s+2\d\.\d+\s+\d+\.\d+\s+\[.*\]\s+p=\S+\s+worse/);
+  assert.match(table, /rttP99Seconds\s+ms\s+lower is better\s+2\.\d+\s+2\d\.\d+\s+\d+\.\d+\s+\[.*\]\s+p=\S+\s+adj=\S+\s+worse/);
   assert.match(table, /idleRttP99Seconds\s+ms\s+lower is better\s+0\.10\d\s+0\.10\d/);
 });
 

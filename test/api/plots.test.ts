@@ -9,7 +9,9 @@ import type { Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { comparisonChart, reportChart, reportChartKind } from '@niclab/shared/domain/plots';
 import type { Report } from '@niclab/shared/domain/report';
 import { renderSvg } from '../../services/api/src/render-svg.js';
-import { axisTitles, chartTitle, markItems, parseSvg, texts } from '../helpers/svg.js';
+import { axisTitles, chartTitle, markItems, markPositions, parseSvg, texts } from '../helpers/svg.js';
+import { compareJobs } from '@niclab/shared/domain/compare';
+import { buildReport } from '@niclab/shared/domain/report';
 
 type ReportPoint = Report['points'][number];
 type Leg = ReportPoint['flows'][number];
@@ -24,7 +26,7 @@ function jobOf(id: string, spec: Partial<JobSpec>): Job {
 }
 
 /** A summary of mean `mean` whose 95% interval is ±`half`. */
-const summary = (mean: number, half: number, n = 3): Summary => ({ n, mean, standardDeviation: half / 2, min: mean - half, max: mean + half, confidenceInterval: [mean - half, mean + half], coefficientOfVariation: half / 2 / mean });
+const summary = (mean: number, half: number, n = 3): Summary => ({ n, mean, standardDeviation: half / 2, min: mean - half, max: mean + half, confidenceInterval: [mean - half, mean + half], intervalMethod: 't', coefficientOfVariation: half / 2 / mean });
 
 function leg(flowIndex: number, from: typeof A, bitsPerSecond: Summary | null): Leg {
   return { flowIndex, direction: 'forward', test: 'stream', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, idleRttP50Seconds: null, idleRttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null };
@@ -62,6 +64,40 @@ test('a sweep: throughput with its interval against the last swept field in KiB,
   const { text, subtitle } = chartTitle(svg);
   assert.match(text, /A:eth1 -> B:eth1/);
   assert.match(subtitle, /engine builtin/);
+});
+
+/** Runs of a one-flow throughput job, a run per value (Mbit/s) at each buffer length. */
+const throughputRuns = (mbit: Record<number, number[]>): Run[] => Object.entries(mbit).flatMap(([b, values]) => values.map((m, i) => ({
+  id: `r${b}-${i}`, jobId: 'j', index: i, point: { bufferLength: Number(b) }, repetition: i + 1, status: 'succeeded', startedAt: null, finishedAt: null, error: null,
+  flows: [{ flowIndex: 0, direction: 'forward', from: A, to: B, sender: null, receiver: null, bitsPerSecond: m * 1e6, retransmits: null, udp: null, rr: null, intervals: [], nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: {} }],
+}) as Run));
+
+test('a sweep of buffer lengths 8, 32 and 128 KiB: a log axis (equal steps for equal ratios); a noisy point\'s interval stops at 0', async () => {
+  const job = jobOf('log-sweep', { repeat: 3, sweep: { bufferLength: [8192, 32768, 131072] } });
+  // 1,500, 6,900 and 10,500 Mbit/s: mean 6,300, t-interval -4,952.9 to 17,552.9 (scipy), cut at 0.
+  const r = buildReport(job, throughputRuns({ 8192: [100, 101, 99], 32768: [1500, 6900, 10500], 131072: [400, 404, 396] }));
+  const noisy = r.points[1]!.flows[0]!.bitsPerSecond!;
+  assert.equal(noisy.intervalMethod, 'clipped-t');
+  assert.equal(noisy.confidenceInterval[0], 0);
+  assert.ok(Math.abs(noisy.confidenceInterval[1]! - 17552897062.876396) < 1, String(noisy.confidenceInterval[1]));
+  const svg = await draw(reportChart(job, [], r));
+  const xs = markPositions(svg, 'means', 'symbol').sort((a, b) => a.x - b.x).map((m) => m.x);
+  assert.equal(xs.length, 3);
+  // 8 -> 32 and 32 -> 128 are both a factor of 4: equal steps on a log axis (on a linear one, 24 and 96).
+  assert.ok(Math.abs((xs[1]! - xs[0]!) - (xs[2]! - xs[1]!)) < 0.01, `x ${xs.join(', ')}`);
+  const drawn = markItems(svg, 'intervals', 'rule').find((i) => i['buffer length (KiB)'] === '32');
+  assert.equal(num(drawn?.['throughput (Mbit/s)']), 0, JSON.stringify(drawn));
+});
+
+test('the A/B chart draws each side\'s interval as the comparison made it, within the figure\'s domain', async () => {
+  const job = jobOf('ab', { repeat: 3, sweep: { bufferLength: [8192] } });
+  const c = compareJobs(job, throughputRuns({ 8192: [1500, 6900, 10500] }), job, throughputRuns({ 8192: [6000, 6100, 6200] }));
+  assert.deepEqual(c.points[0]!.baseline.confidenceInterval, [0, c.points[0]!.baseline.confidenceInterval[1]]);
+  assert.equal(c.points[0]!.baseline.intervalMethod, 'clipped-t');
+  const svg = await draw(comparisonChart(job, job, c));
+  const low = markItems(svg, 'intervals', 'rule').map((i) => num(i['throughput (Mbit/s)']));
+  assert.equal(low.length, 2);
+  assert.equal(Math.min(...low), 0, `interval lows ${low.join(', ')}`);
 });
 
 test('a sweep of several flows: a line per flow; a point without a succeeded run draws nothing', async () => {
@@ -142,15 +178,17 @@ test('a single run: its intervals over time, a line per flow', async () => {
 test('an A/B comparison: two bars per point with their intervals, and the verdict above them', async () => {
   const baseline = jobOf('base', { sweep: { bufferLength: [8192, 65536] } });
   const candidate = jobOf('cand', { engine: 'iperf3', sweep: { bufferLength: [8192, 65536] } } as Partial<JobSpec>);
-  const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6 });
+  // t(0.975, 3) = 3.182; sd 10 Mbit/s over sqrt(4): the interval is ±15.9 Mbit/s.
+  const side = (mean: number) => ({ n: 4, mean, standardDeviation: 10e6, confidenceInterval: [mean - 15.91e6, mean + 15.91e6], intervalMethod: 't' as const });
+  const rest = { difference: null, differenceInterval: null, differenceIntervalMethod: null, changePercentReason: null, judged: '', reason: null, environmentFlagged: false };
   const points: Comparison['points'] = [
-    { point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, verdict: 'better', judged: '', reason: null, environmentFlagged: false },
-    { point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, verdict: 'no significant change', judged: '', reason: null, environmentFlagged: false },
+    { ...rest, point: { bufferLength: 8192 }, baseline: side(500e6), candidate: side(600e6), changePercent: 20, changePercentInterval: [15, 25], pValue: 0.001, adjustedPValue: 0.002, verdict: 'better' },
+    { ...rest, point: { bufferLength: 65536 }, baseline: side(900e6), candidate: side(905e6), changePercent: 0.56, changePercentInterval: [-2, 3], pValue: 0.5, adjustedPValue: 0.5, verdict: 'no significant change' },
   ];
   const metric = { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true } as const;
   const c: Comparison = {
-    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, points }], higherIsBetter: true, confidence: 0.95, minChangePercent: 1, variedByUser: ['engine'], environmentDifferences: [],
-    points,
+    baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, minChange: 1e4, points }], higherIsBetter: true, confidence: 0.95,
+    correction: { method: 'holm', family: 'figure', alpha: 0.05 }, minChangePercent: 1, minChange: 1e4, variedByUser: ['engine'], environmentDifferences: [], points,
   };
   const svg = await draw(comparisonChart(baseline, candidate, c));
   assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);
@@ -158,7 +196,6 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   assert.deepEqual(bars.map((b) => [b.point, b.side, num(b['throughput (Mbit/s)'])]), [
     ['bufferLength=8192', 'baseline', 500], ['bufferLength=8192', 'candidate', 600], ['bufferLength=65536', 'baseline', 900], ['bufferLength=65536', 'candidate', 905],
   ]);
-  // t(0.975, 3) = 3.182; sd 10 Mbit/s over sqrt(4): the interval is ±15.9 Mbit/s.
   const intervals = markItems(svg, 'intervals', 'rule');
   assert.equal(intervals.length, 4);
   assert.ok(intervals.every((i) => Math.abs(num(i.high) - num(i['throughput (Mbit/s)']) - 31.82) < 0.05), JSON.stringify(intervals));

@@ -4,7 +4,8 @@ import { describe, test } from 'node:test';
 import type { EndFigures, FlowResult, Job, Run } from '@niclab/shared/domain/contract';
 import { endFigures } from '@niclab/shared/domain/figures';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
-import { summarize, tQuantile, welch } from '@niclab/shared/domain/statistics';
+import { halfWidthPercent, summarize, tQuantile, welch } from '@niclab/shared/domain/statistics';
+import { FIGURE_DOMAINS } from '@niclab/shared/domain/figure-domains';
 
 // Reference values from scipy 1.x (scipy.stats.t.ppf, scipy.stats.ttest_ind(equal_var=False)).
 describe('statistics against scipy', () => {
@@ -31,6 +32,22 @@ describe('statistics against scipy', () => {
     const half = 4.30265273 * (0.2 / Math.sqrt(3));
     assert.ok(Math.abs(s.confidenceInterval[0] - (94.1 - half)) < 1e-6 && Math.abs(s.confidenceInterval[1] - (94.1 + half)) < 1e-6);
     assert.ok(Math.abs(s.coefficientOfVariation - 0.2 / 94.1) < 1e-12);
+    assert.equal(s.intervalMethod, 't');
+  });
+
+  test("an interval is cut to its figure's domain and says so; adaptive repetition's half width is not", () => {
+    const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+    // scipy.stats.t.interval(0.95, 2, loc=mean, scale=sem): -4952897062.876396, 17552897062.876396.
+    const rate = summarize([1500e6, 6900e6, 10500e6], 0.95, FIGURE_DOMAINS.bitsPerSecond);
+    assert.equal(rate.intervalMethod, 'clipped-t');
+    assert.ok(rate.confidenceInterval[0] === 0 && close(rate.confidenceInterval[1], 17552897062.876396), JSON.stringify(rate.confidenceInterval));
+    assert.ok(close(halfWidthPercent(rate), ((17552897062.876396 - 6300e6) / 6300e6) * 100), 'the uncut half width');
+    // Loss ratios: (-0.0330265, 0.0530265) and (0.9469735, 1.0330265) from scipy, cut to [0, 1].
+    const low = summarize([0, 0, 0.03], 0.95, FIGURE_DOMAINS.udpLossRatio);
+    assert.ok(low.confidenceInterval[0] === 0 && close(low.confidenceInterval[1], 0.053026527297494616) && low.intervalMethod === 'clipped-t');
+    const high = summarize([0.97, 1, 1], 0.95, FIGURE_DOMAINS.probeLossRatio);
+    assert.ok(close(high.confidenceInterval[0], 0.9469734727025052) && high.confidenceInterval[1] === 1 && high.intervalMethod === 'clipped-t');
+    assert.equal(summarize([1500e6, 6900e6, 10500e6]).confidenceInterval[0] < 0, true, 'unbounded: the plain t-interval');
   });
 });
 
@@ -78,10 +95,26 @@ describe('report formats', () => {
     assert.match(text, /^run 0 flow 0: bottleneck receiver socket buffer: 8,905 of 8,904 lost datagrams \(UdpRcvbufErrors\); SO_RCVBUF 131,072 B$/m);
   });
 
+  test("every figure's interval in the report is within its domain: a noisy throughput and a loss from 0 stop at 0, and say so", () => {
+    const udpJob: Job = { ...job, spec: { ...job.spec, protocol: 'udp', flows: [job.spec.flows[0]!], repeat: 3 } };
+    const f = runs[0]!.flows[0]!;
+    const noisy = [[1500e6, 0], [6900e6, 0], [10500e6, 300]].map(([bits, lost], i) => ({
+      ...runs[0]!, index: i, repetition: i + 1,
+      flows: [{ ...f, bitsPerSecond: bits!, udp: { sent: 10_000, received: 10_000 - lost!, lost: lost!, outOfOrder: 0, duplicates: 0, jitterSeconds: 1e-4, lossRatio: lost! / 10_000 } }],
+    }));
+    const report = buildReport(udpJob, noisy);
+    const [leg] = report.points[0]!.flows;
+    assert.deepEqual([leg!.bitsPerSecond!.confidenceInterval[0], leg!.bitsPerSecond!.intervalMethod], [0, 'clipped-t']);
+    assert.deepEqual([report.points[0]!.total.bitsPerSecond!.confidenceInterval[0], report.points[0]!.total.bitsPerSecond!.intervalMethod], [0, 'clipped-t']);
+    assert.deepEqual([leg!.udpLossRatio!.confidenceInterval[0], leg!.udpLossRatio!.intervalMethod], [0, 'clipped-t']);
+    assert.match(reportTable(udpJob, noisy, report), /^total Mbit\/s: mean 6300\.00, sd [\d.]+, 95% CI 0\.00-17552\.90 \(clipped-t\), cv/m);
+    assert.ok(reportCsv(report).split('\n').some((l) => /^0,forward,A:eth1,D:eth1,bitsPerSecond,3,6300000000,[\d.]+,1500000000,10500000000,0,17552897062\.8\d+,[\d.]+,clipped-t$/.test(l)));
+  });
+
   test('csv: one header row, then a row per flow (and total) and metric', () => {
     const lines = reportCsv(buildReport(job, runs)).trimEnd().split('\n');
-    assert.equal(lines[0], 'flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');
-    assert.ok(lines.slice(1).every((l) => l.split(',').length === 13));
+    assert.equal(lines[0], 'flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation,ciMethod');
+    assert.ok(lines.slice(1).every((l) => l.split(',').length === 14));
     const total = lines.find((l) => l.startsWith('total,,,,bitsPerSecond,'))!.split(',');
     const sums = runs.map((r) => r.flows[0]!.bitsPerSecond! + r.flows[1]!.bitsPerSecond!);
     assert.equal(Number(total[6]), (sums[0]! + sums[1]!) / 2);

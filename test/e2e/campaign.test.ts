@@ -38,7 +38,9 @@ test('a 2 x 3 sweep x 3 repeats is 18 runs, and the report equals a recomputatio
     const s = p.flows[0].bitsPerSecond;
     const close = (x: number, y: number) => Math.abs(x - y) <= 1e-6 * Math.abs(y) + 1e-9;
     assert.ok(close(s.mean, mean) && close(s.standardDeviation, sd), `${JSON.stringify(s)} vs mean ${mean} sd ${sd}`);
-    assert.ok(close(s.confidenceInterval[0], mean - half) && close(s.confidenceInterval[1], mean + half));
+    // The t-interval, cut at 0 where a noisy point's would go below: a throughput cannot.
+    assert.ok(close(s.confidenceInterval[0], Math.max(0, mean - half)) && close(s.confidenceInterval[1], mean + half));
+    assert.equal(s.intervalMethod, mean - half < 0 ? 'clipped-t' : 't');
     assert.equal(s.min, Math.min(...values));
     assert.equal(s.max, Math.max(...values));
     assert.ok(close(s.coefficientOfVariation, sd / mean));
@@ -49,7 +51,7 @@ test('a 2 x 3 sweep x 3 repeats is 18 runs, and the report equals a recomputatio
   const csv = await fetch(`${client.base}/v1/jobs/${job.id}/report?format=csv`);
   assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
   const lines = (await csv.text()).trimEnd().split('\n');
-  assert.equal(lines[0], 'bufferLength,streams,flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation');
+  assert.equal(lines[0], 'bufferLength,streams,flow,direction,from,to,metric,n,mean,standardDeviation,min,max,ciLow,ciHigh,coefficientOfVariation,ciMethod');
   assert.ok(lines.some((l) => l.startsWith('65536,3,0,forward,camp:lo,camp:lo,bitsPerSecond,3,')));
   const table = await (await fetch(`${client.base}/v1/jobs/${job.id}/report?format=table`)).text();
   assert.match(table, /point bufferLength=8192 streams=1 {2}\(3 succeeded, 0 failed\)/);

@@ -57,6 +57,15 @@ export function markItems(svg: SvgElement, name: string, type: string): Record<s
   return groups.flatMap((g) => g.children.filter((c) => c.attrs.role === 'graphics-symbol').map((c) => ariaFields(c.attrs['aria-label'] ?? '')));
 }
 
+/** Where each item of `markItems` was drawn (a symbol's `translate(x,y)`), with its fields. */
+export function markPositions(svg: SvgElement, name: string, type: string): { x: number; y: number; fields: Record<string, string> }[] {
+  const groups = [...walk(svg)].filter((el) => el.tag === 'g' && classes(el).includes(`mark-${type}`) && classes(el).includes('role-mark') && classes(el).includes(`${name}_marks`));
+  return groups.flatMap((g) => g.children.filter((c) => c.attrs.role === 'graphics-symbol').map((c) => {
+    const [, x, y] = /translate\(([-\d.e]+),([-\d.e]+)\)/.exec(c.attrs.transform ?? '') ?? [];
+    return { x: Number(x), y: Number(y), fields: ariaFields(c.attrs['aria-label'] ?? '') };
+  }));
+}
+
 /** `x: 8; mean: 500; series: flow 0` as an object. */
 export function ariaFields(label: string): Record<string, string> {
   return Object.fromEntries(label.split('; ').filter(Boolean).map((part) => {

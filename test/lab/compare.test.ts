@@ -34,7 +34,7 @@ describe('A/B comparison on the lab', { skip: NOT_ROOT }, () => {
     assert.deepEqual(c.variedByUser, ['flows'], 'the user changed the flows, nothing else');
     assert.deepEqual(c.environmentDifferences, [], 'veth on one kernel: nothing differs underneath');
     const table = await (await fetch(`${t.client.base}/v1/compare?baseline=${jobs.slow}&candidate=${jobs.fast}&format=table`)).text();
-    assert.match(table, /all\s+:\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\[[\d., -]+\]\s+p=\S+\s+better/);
+    assert.match(table, /all\s+:\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\d+\.\d{2}\s+\[[\d., -]+\]\s+p=\S+\s+adj=\S+\s+better/);
     assert.match(table, /Average : \d+\.\d{2}%/);
   });
 

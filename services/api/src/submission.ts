@@ -10,6 +10,7 @@ import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
 import { intervalOf } from '@niclab/shared/domain/plan';
+import { CONFIDENCE } from '@niclab/shared/domain/statistics';
 import { searchErrors, withSearchDefaults } from '@niclab/shared/domain/rate-search';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
@@ -66,7 +67,7 @@ function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
 export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
   filled.interval = intervalOf(filled);
-  if (typeof filled.repeat === 'object') filled.repeat = { confidence: 0.95, halfWidthPercent: 2.5, ...filled.repeat };
+  if (typeof filled.repeat === 'object') filled.repeat = { confidence: CONFIDENCE, halfWidthPercent: 2.5, ...filled.repeat };
   return withFlowTestDefaults(kindOf(filled).withDefaults(filled));
 }
 

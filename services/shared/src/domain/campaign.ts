@@ -4,7 +4,7 @@
  */
 import type { ErrorInfo, FlowResult, JobSpec, Run } from './contract.js';
 import { planRuns, pointKey, repetitions, sweepPoints, type PlannedRun } from './plan.js';
-import { halfWidthPercent, summarize } from './statistics.js';
+import { CONFIDENCE, halfWidthPercent, summarize } from './statistics.js';
 import { kindOf, type Headline } from './test-kinds/index.js';
 import { combineHeadline } from './test-kinds/kind.js';
 import { maxSearchRuns, RateSearch } from './rate-search.js';
@@ -63,8 +63,9 @@ export function pointStates(spec: JobSpec, finished: Run[]): Map<string, PointSt
     const key = pointKey(point);
     const runs = grouped.get(key) ?? [];
     const values = runs.map((r) => runValue(spec, r)).filter((v): v is number => v !== null);
-    const summary = values.length >= 2 ? summarize(values, reps.adaptive?.confidence ?? 0.95) : null;
-    const width = summary ? halfWidthPercent(summary) : null;
+    const confidence = reps.adaptive?.confidence ?? CONFIDENCE;
+    const summary = values.length >= 2 ? summarize(values, confidence) : null;
+    const width = summary ? halfWidthPercent(summary, confidence) : null;
     let stoppedBy: PointState['stoppedBy'] = null;
     if (!reps.adaptive) stoppedBy = runs.length >= reps.max ? 'fixed' : null;
     else if (runs.length >= reps.min && width !== null && width <= reps.adaptive.halfWidthPercent) stoppedBy = 'confidence';

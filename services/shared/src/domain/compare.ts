@@ -10,7 +10,8 @@ import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
 import { pointLabel } from './report.js';
 import { alignTable } from './text-table.js';
-import { summarize, welch } from './statistics.js';
+import { CONFIDENCE, clipToDomain, holm, summarize, welch, type Summary, type Welch } from './statistics.js';
+import { FIGURE_DOMAINS, minChange } from './figure-domains.js';
 
 export type Comparison = components['schemas']['Comparison'];
 type ComparedPoint = components['schemas']['ComparedPoint'];
@@ -76,9 +77,60 @@ function measured(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[
 
 const direction = (m: RunMetric): MetricDirection => ({ name: m.name, unit: m.unit, higherIsBetter: m.higherIsBetter });
 
+/** One point of one figure, tested: both sides' summaries and Welch's test, or why there is no test. */
+interface Tested {
+  point: SweepPoint;
+  b: Summary;
+  c: Summary;
+  w: Welch;
+  reason: string | null;
+}
+
+const side = (s: Summary): ComparedPoint['baseline'] => ({ n: s.n, mean: s.mean, standardDeviation: s.standardDeviation, confidenceInterval: s.confidenceInterval, intervalMethod: s.intervalMethod });
+
+/**
+ * The point's verdict on figure `m` from its Holm-adjusted p: `better` or `worse` when it is
+ * below alpha and the change is at least the figure's least change (minChange) and, from a
+ * baseline other than 0, at least `minChangePercent` of it.
+ */
+function judge(m: RunMetric, t: Tested, adjusted: number | null, rules: { alpha: number; minChangePercent: number; flagged: boolean }): ComparedPoint {
+  const { b, c, w, reason } = t;
+  const both = b.n > 0 && c.n > 0;
+  const fromZero = both && b.mean === 0;
+  const pct = (x: number) => (x / b.mean) * 100;
+  const changePercent = both && !fromZero ? pct(w.difference) : null;
+  // The candidate's mean cannot leave the figure's domain: nor can the difference, the baseline held at its mean.
+  const domain = FIGURE_DOMAINS[m.name];
+  const cut = b.n >= 2 && c.n >= 2 ? clipToDomain(w.differenceInterval, { ...domain, min: domain.min - b.mean, max: domain.max === null ? null : domain.max - b.mean }) : null;
+  const large = Math.abs(w.difference) >= minChange(m) && (changePercent === null || Math.abs(changePercent) >= rules.minChangePercent);
+  const significant = !reason && adjusted !== null && adjusted < rules.alpha && large;
+  // A rise is better only for a figure where higher is better: a longer round trip is worse.
+  const verdict: ComparedPoint['verdict'] = reason ? 'not comparable' : significant ? (w.difference > 0 === m.higherIsBetter ? 'better' : 'worse') : 'no significant change';
+  const change = changePercent !== null ? `, ${changePercent >= 0 ? '+' : ''}${changePercent.toFixed(2)}%` : fromZero ? ', from 0 (no % change)' : '';
+  return {
+    point: t.point,
+    baseline: side(b),
+    candidate: side(c),
+    difference: both ? w.difference : null,
+    differenceInterval: cut?.interval ?? null,
+    differenceIntervalMethod: cut ? (cut.clipped ? 'clipped-t' : 't') : null,
+    changePercent,
+    changePercentInterval: cut && !fromZero ? [pct(cut.interval[0]), pct(cut.interval[1])] : null,
+    changePercentReason: fromZero ? 'the baseline mean is 0: a change from 0 has no percentage; `difference` is the change' : null,
+    pValue: reason ? null : w.pValue,
+    adjustedPValue: reason ? null : adjusted,
+    verdict,
+    judged: `${m.name} (${m.higherIsBetter ? 'higher' : 'lower'} is better): ${b.n ? fmt(b.mean, m) : '-'} -> ${c.n ? fmt(c.mean, m) : '-'} ${m.table.unit}${change}: ${verdict}`,
+    reason,
+    environmentFlagged: rules.flagged,
+  };
+}
+
 /**
  * A/B of two jobs on `metricName` (default: the baseline's headline), each point's verdict in
  * that figure's own direction; `metrics` does the same for every figure either job measured.
+ * Each figure's points are one family: their p-values are Holm-adjusted together and the
+ * verdicts follow the adjusted ones.
  */
 export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1, metricName?: MetricName): Comparison {
   const metric = headline(baseline.spec);
@@ -86,51 +138,35 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
   const userVaried = varied(baseline.spec, candidate.spec);
   const notComparable = !metricName && metric.name !== headline(candidate.spec).name ? `the baseline measures ${metric.name}, the candidate ${headline(candidate.spec).name}` : null;
   const differences = environmentDifferences(baseRuns.filter((r) => r.status === 'succeeded'), candRuns.filter((r) => r.status === 'succeeded'), userVaried);
-  const flagged = differences.some((d) => !d.variedByUser);
-  const confidence = 0.95;
+  const rules = { alpha: 1 - CONFIDENCE, minChangePercent, flagged: differences.some((d) => !d.variedByUser) };
   const keys = new Map<string, SweepPoint>();
   for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
   const [baseByPoint, candByPoint] = [byPoint(baseRuns), byPoint(candRuns)];
   const pointsOf = (m: RunMetric): ComparedPoint[] => {
     const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).filter((r) => r.status === 'succeeded').map((r) => m.value(spec, r)).filter((v): v is number => v !== null);
-    return [...keys].map(([key, point]) => {
-      const b = summarize(values(baseline.spec, baseByPoint.get(key)), confidence);
-      const c = summarize(values(candidate.spec, candByPoint.get(key)), confidence);
-      const w = welch(b, c, confidence);
+    const tested = [...keys].map(([key, point]): Tested => {
+      const b = summarize(values(baseline.spec, baseByPoint.get(key)), CONFIDENCE, FIGURE_DOMAINS[m.name]);
+      const c = summarize(values(candidate.spec, candByPoint.get(key)), CONFIDENCE, FIGURE_DOMAINS[m.name]);
       const missing = b.n === 0 ? 'the baseline has no succeeded run at this point' : c.n === 0 ? 'the candidate has no succeeded run at this point' : null;
       const few = !missing && (b.n < 2 || c.n < 2) ? 'a verdict needs at least 2 succeeded runs on each side' : null;
-      const reason = notComparable ?? missing ?? few;
-      const pct = (x: number) => (b.mean !== 0 ? (x / b.mean) * 100 : 0);
-      let verdict: ComparedPoint['verdict'] = 'not comparable';
-      const significant = !reason && w.pValue! < 1 - confidence && Math.abs(pct(w.difference)) >= minChangePercent;
-      // A rise is better only for a figure where higher is better: a longer round trip is worse.
-      if (!reason) verdict = significant ? (w.difference > 0 === m.higherIsBetter ? 'better' : 'worse') : 'no significant change';
-      const changePercent = b.n && c.n ? pct(w.difference) : null;
-      return {
-        point,
-        baseline: { n: b.n, mean: b.mean, standardDeviation: b.standardDeviation },
-        candidate: { n: c.n, mean: c.mean, standardDeviation: c.standardDeviation },
-        changePercent,
-        changePercentInterval: b.n >= 2 && c.n >= 2 ? [pct(w.differenceInterval[0]), pct(w.differenceInterval[1])] : null,
-        pValue: reason ? null : w.pValue,
-        verdict,
-        judged: `${m.name} (${m.higherIsBetter ? 'higher' : 'lower'} is better): ${b.n ? fmt(b.mean, m) : '-'} -> ${c.n ? fmt(c.mean, m) : '-'} ${m.table.unit}${changePercent === null ? '' : `, ${changePercent >= 0 ? '+' : ''}${changePercent.toFixed(2)}%`}: ${verdict}`,
-        reason,
-        environmentFlagged: flagged,
-      };
+      return { point, b, c, w: welch(b, c, CONFIDENCE), reason: notComparable ?? missing ?? few };
     });
+    const adjusted = holm(tested.map((t) => (t.reason ? null : t.w.pValue)));
+    return tested.map((t, i) => judge(m, t, adjusted[i] ?? null, rules));
   };
   const all = measured(baseline, baseRuns, candidate, candRuns);
   if (!all.includes(judged)) all.unshift(judged);
-  const metrics = all.map((m) => ({ metric: direction(m), points: pointsOf(m) }));
+  const metrics = all.map((m) => ({ metric: direction(m), minChange: minChange(m), points: pointsOf(m) }));
   return {
     baseline: baseline.id,
     candidate: candidate.id,
     headline: metric,
     metric: direction(judged),
     higherIsBetter: judged.higherIsBetter,
-    confidence,
+    confidence: CONFIDENCE,
+    correction: { method: 'holm', family: 'figure', alpha: rules.alpha },
     minChangePercent,
+    minChange: minChange(judged),
     variedByUser: userVaried,
     environmentDifferences: differences,
     points: metrics.find((x) => x.metric.name === judged.name)!.points,
@@ -142,8 +178,9 @@ const fmt = (value: number, m: RunMetric) => (value / m.table.scale).toFixed(m.t
 
 /**
  * Seed 001's table: points grouped by every swept field but the last, a line per point with
- * orig, new and % change (with its interval, p and verdict), and each group's average change;
- * then every other figure the jobs measured, a line per point and figure.
+ * orig, new and % change (with its interval, the raw and the Holm-adjusted p and the verdict),
+ * and each group's average change; then every other figure the jobs measured, a line per point
+ * and figure. A change from a baseline of 0 is `Δ` in the figure's unit.
  */
 export function comparisonTable(c: Comparison, dimensions: string[]): string {
   const judged = RUN_METRICS[c.metric.name];
@@ -151,15 +188,21 @@ export function comparisonTable(c: Comparison, dimensions: string[]): string {
   const last = dimensions.at(-1);
   const groupOf = (p: SweepPoint) => pointLabel(Object.fromEntries(Object.entries(p).filter(([k]) => k !== last)) as SweepPoint);
   const lineOf = (p: SweepPoint) => (last ? pointLabel({ [last]: p[last as keyof SweepPoint] } as SweepPoint) : 'all');
-  const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `judged: ${judged.name} (${way(judged)})`, `${judged.table.unit}: orig, new, % change (${Math.round(c.confidence * 100)}% CI), p, verdict`];
+  const confidence = `${Math.round(c.confidence * 100)}% CI`;
+  const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `judged: ${judged.name} (${way(judged)})`, `${judged.table.unit}: orig, new, % change (${confidence}), p, Holm-adjusted p over the figure's points, verdict`];
   if (c.variedByUser.length) out.push(`varied: ${c.variedByUser.join(', ')}`);
   for (const d of c.environmentDifferences) out.push(`environment: ${d.where} ${d.field}: ${d.baseline} -> ${d.candidate}${d.variedByUser ? '' : '  (not varied by you: flagged)'}`);
+  const signed = (x: number, m: RunMetric) => `${x >= 0 ? '+' : ''}${fmt(x, m)}`;
+  const fromZero = (p: ComparedPoint) => p.changePercentReason !== null && p.difference !== null;
   const cells = (p: ComparedPoint, m: RunMetric) => [
     p.baseline.n ? fmt(p.baseline.mean, m) : '-',
     p.candidate.n ? fmt(p.candidate.mean, m) : '-',
-    p.changePercent === null ? '-' : p.changePercent.toFixed(2),
-    p.changePercentInterval ? `[${p.changePercentInterval[0]!.toFixed(2)}, ${p.changePercentInterval[1]!.toFixed(2)}]` : '',
+    p.changePercent !== null ? p.changePercent.toFixed(2) : fromZero(p) ? `Δ${signed(p.difference!, m)}` : '-',
+    p.changePercentInterval
+      ? `[${p.changePercentInterval[0]!.toFixed(2)}, ${p.changePercentInterval[1]!.toFixed(2)}]`
+      : fromZero(p) && p.differenceInterval ? `Δ[${fmt(p.differenceInterval[0]!, m)}, ${fmt(p.differenceInterval[1]!, m)}]` : '',
     p.pValue === null ? '' : `p=${p.pValue.toPrecision(2)}`,
+    p.adjustedPValue === null ? '' : `adj=${p.adjustedPValue.toPrecision(2)}`,
     p.verdict + (p.environmentFlagged ? ' (environment differs)' : ''),
   ];
   const groups = new Map<string, ComparedPoint[]>();
@@ -170,12 +213,13 @@ export function comparisonTable(c: Comparison, dimensions: string[]): string {
     const changes = points.map((p) => p.changePercent).filter((v): v is number => v !== null);
     if (changes.length) out.push(`  Average : ${(changes.reduce((a, b) => a + b, 0) / changes.length).toFixed(2)}%`);
   }
-  out.push('', 'every figure measured: orig, new, % change (CI), p, verdict in its own direction');
+  out.push('', `every figure measured: orig, new, % change (${confidence}), p, Holm-adjusted p over the figure's points, verdict in its own direction`);
   const rows = c.metrics.flatMap(({ metric, points }) => {
     const m = RUN_METRICS[metric.name];
     return points.map((p) => [`  ${pointLabel(p.point)}`, m.name, m.table.unit, way(m), ...cells(p, m)]);
   });
   out.push(alignTable(rows));
+  if (c.metrics.some(({ points }) => points.some(fromZero))) out.push('Δ: the change from a baseline of 0, in the figure\'s unit (a change from 0 has no %)');
   return out.join('\n') + '\n';
 }
 

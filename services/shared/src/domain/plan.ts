@@ -2,6 +2,7 @@ import type { JobSpec, SweepPoint } from './contract.js';
 import type { EngineParams, Leg } from './task.js';
 import { kindOf } from './test-kinds/index.js';
 import { flowSpec } from './flow-tests.js';
+import { CONFIDENCE } from './statistics.js';
 
 export interface PlannedRun {
   index: number;
@@ -29,7 +30,7 @@ export interface Repetitions {
 export function repetitions(spec: JobSpec): Repetitions {
   const repeat = spec.repeat;
   if (typeof repeat === 'number') return { min: repeat, max: repeat, adaptive: null };
-  return { min: repeat.min, max: repeat.max, adaptive: { confidence: repeat.confidence ?? 0.95, halfWidthPercent: repeat.halfWidthPercent ?? 2.5 } };
+  return { min: repeat.min, max: repeat.max, adaptive: { confidence: repeat.confidence ?? CONFIDENCE, halfWidthPercent: repeat.halfWidthPercent ?? 2.5 } };
 }
 
 /** The same point, as a stable key (runs of one point share it). */

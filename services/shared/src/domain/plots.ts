@@ -9,7 +9,6 @@ import { DIMENSIONS, pointKey, type Dimension } from './plan.js';
 import type { Report } from './report.js';
 import { basePoint } from './rate-search.js';
 import { pointLabel } from './report.js';
-import { tQuantile } from './statistics.js';
 import { kindOf } from './test-kinds/index.js';
 import { RUN_METRICS } from './figure-directions.js';
 import { lossText } from './matrix-report.js';
@@ -31,10 +30,14 @@ interface DimensionAxis {
   title: string;
   type: 'quantitative' | 'ordinal';
   value: (point: SweepPoint) => number | string;
+  /** Sizes and stream counts: a log axis (base 2). */
+  log?: boolean;
 }
 
 const axisOf = (title: string, type: DimensionAxis['type'], value: DimensionAxis['value']): DimensionAxis => ({ title, type, value });
-const KIB = (name: string, d: 'bufferLength' | 'socketBuffer' | 'requestSize' | 'responseSize') => axisOf(`${name} (KiB)`, 'quantitative', (p) => (p[d] as number) / 1024);
+/** Sizes and counts that sweeps grow by factors (8, 32, 128 KiB; 1, 4, 16, 64 streams) are spaced by ratio. */
+const byRatio = (axis: DimensionAxis): DimensionAxis => ({ ...axis, log: true });
+const KIB = (name: string, d: 'bufferLength' | 'socketBuffer' | 'requestSize' | 'responseSize') => byRatio(axisOf(`${name} (KiB)`, 'quantitative', (p) => (p[d] as number) / 1024));
 /** A field of the chart's data as Vega-Lite encodes it, with the title its axis or legend shows. */
 const quantitative = (field: string, title: string, more: Record<string, unknown> = {}) => ({ field, type: 'quantitative', title, ...more });
 const nominal = (field: string, title: string | null, more: Record<string, unknown> = {}) => ({ field, type: 'nominal', title, ...more });
@@ -45,8 +48,8 @@ function dimensionAxis(d: Dimension, points: SweepPoint[]): DimensionAxis {
     case 'socketBuffer': return KIB('socket buffer', d);
     case 'requestSize': return KIB('request size', d);
     case 'responseSize': return KIB('response size', d);
-    case 'packetSize': return axisOf('datagram payload (B)', 'quantitative', (p) => p.packetSize!);
-    case 'streams': return axisOf('parallel streams', 'quantitative', (p) => p.streams!);
+    case 'packetSize': return byRatio(axisOf('datagram payload (B)', 'quantitative', (p) => p.packetSize!));
+    case 'streams': return byRatio(axisOf('parallel streams', 'quantitative', (p) => p.streams!));
     case 'noDelay': return axisOf('TCP_NODELAY', 'ordinal', (p) => String(p.noDelay));
     case 'direction': return axisOf('direction', 'ordinal', (p) => p.direction!);
     case 'rate': {
@@ -182,7 +185,9 @@ function sweepChart(job: Job, report: Report): ChartSpec {
       return [{ x: axis.value(p.point), series, ...e }];
     });
   });
-  const x = { field: 'x', type: axis.type, title: axis.title };
+  // A log scale cannot place 0 (a socket buffer of 0 is the kernel's default).
+  const positive = points.every((p) => Number(axis.value(p)) > 0);
+  const x = { field: 'x', type: axis.type, title: axis.title, ...(axis.log && positive ? { scale: { type: 'log', base: 2 } } : {}) };
   const color = nominal('series', null);
   return {
     $schema: SCHEMA,
@@ -271,10 +276,8 @@ function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
 export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): ChartSpec {
   const judged = RUN_METRICS[c.metric.name];
   const y = c.metric.name === c.headline.name ? headlineAxis(baseline.spec) : { title: `${judged.name} (${judged.table.unit}, ${judged.higherIsBetter ? 'higher' : 'lower'} is better)`, scale: judged.table.scale };
-  const interval = (s: Comparison['points'][number]['baseline']) => {
-    const half = s.n > 1 ? tQuantile(1 - (1 - c.confidence) / 2, s.n - 1) * (s.standardDeviation / Math.sqrt(s.n)) : 0;
-    return { mean: s.mean / y.scale, low: (s.mean - half) / y.scale, high: (s.mean + half) / y.scale, n: s.n };
-  };
+  // Each side's interval as the comparison made it, within the figure's domain.
+  const interval = (s: Comparison['points'][number]['baseline']) => ({ mean: s.mean / y.scale, low: s.confidenceInterval[0]! / y.scale, high: s.confidenceInterval[1]! / y.scale, n: s.n });
   const bars = c.points.flatMap((p) => {
     const point = pointLabel(p.point);
     return ([['baseline', p.baseline], ['candidate', p.candidate]] as const).filter(([, s]) => s.n > 0).map(([side, s]) => ({ point, side, ...interval(s) }));

@@ -8,7 +8,8 @@ import { byPoint, headline, headlineOf, pointStates } from './campaign.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
-import { summarize } from './statistics.js';
+import { CONFIDENCE, summarize } from './statistics.js';
+import { FIGURE_DOMAINS, type FigureName } from './figure-domains.js';
 import { kindOf } from './test-kinds/index.js';
 import { idleRoundTrips, roundTrips } from './figure-directions.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
@@ -21,40 +22,41 @@ type LegFigures = ReportPoint['flows'][number];
 /** The summary of one figure over a point's repetitions (the contract's RepeatSummary). */
 type RepeatSummary = components['schemas']['RepeatSummary'];
 
-const summaryOf = (values: (number | null | undefined)[], confidence: number): RepeatSummary | null => {
+/** One figure's summary over a point's runs, its interval within the figure's domain. */
+const summaryOf = (figure: FigureName, values: (number | null | undefined)[], confidence: number): RepeatSummary | null => {
   const present = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  return present.length === 0 ? null : summarize(present, confidence);
+  return present.length === 0 ? null : summarize(present, confidence, FIGURE_DOMAINS[figure]);
 };
 
 /** Every figure of one leg over a point's succeeded runs. */
 function legFigures(spec: JobSpec, runs: Run[], leg: number, confidence: number): LegFigures {
   const flows = runs.map((r) => r.flows[leg]!);
   const [first] = flows;
-  const pick = (f: (flow: FlowResult) => number | null | undefined) => summaryOf(flows.map(f), confidence);
+  const pick = (figure: FigureName, f: (flow: FlowResult) => number | null | undefined) => summaryOf(figure, flows.map(f), confidence);
   return {
     flowIndex: first!.flowIndex,
     direction: first!.direction,
     test: flowSpec(spec, first!.flowIndex).test,
     from: first!.from,
     to: first!.to,
-    bitsPerSecond: pick((f) => f.bitsPerSecond),
-    retransmits: pick((f) => f.retransmits),
-    udpLossRatio: pick((f) => f.udp?.lossRatio),
-    jitterSeconds: pick((f) => f.udp?.jitterSeconds),
-    transactionsPerSecond: pick((f) => f.rr?.transactionsPerSecond),
-    rttP50Seconds: pick((f) => roundTrips(f)?.p50),
-    rttP99Seconds: pick((f) => roundTrips(f)?.p99),
-    idleRttP50Seconds: pick((f) => idleRoundTrips(f)?.p50),
-    idleRttP99Seconds: pick((f) => idleRoundTrips(f)?.p99),
-    senderCpuSeconds: pick((f) => f.sender?.cpuSeconds),
-    receiverCpuSeconds: pick((f) => f.receiver?.cpuSeconds),
+    bitsPerSecond: pick('bitsPerSecond', (f) => f.bitsPerSecond),
+    retransmits: pick('retransmits', (f) => f.retransmits),
+    udpLossRatio: pick('udpLossRatio', (f) => f.udp?.lossRatio),
+    jitterSeconds: pick('jitterSeconds', (f) => f.udp?.jitterSeconds),
+    transactionsPerSecond: pick('transactionsPerSecond', (f) => f.rr?.transactionsPerSecond),
+    rttP50Seconds: pick('rttP50Seconds', (f) => roundTrips(f)?.p50),
+    rttP99Seconds: pick('rttP99Seconds', (f) => roundTrips(f)?.p99),
+    idleRttP50Seconds: pick('idleRttP50Seconds', (f) => idleRoundTrips(f)?.p50),
+    idleRttP99Seconds: pick('idleRttP99Seconds', (f) => idleRoundTrips(f)?.p99),
+    senderCpuSeconds: pick('senderCpuSeconds', (f) => f.sender?.cpuSeconds),
+    receiverCpuSeconds: pick('receiverCpuSeconds', (f) => f.receiver?.cpuSeconds),
   };
 }
 
 export function buildReport(job: Job, runs: Run[]): Report {
   const spec = job.spec;
   const reps = repetitions(spec);
-  const confidence = reps.adaptive?.confidence ?? 0.95;
+  const confidence = reps.adaptive?.confidence ?? CONFIDENCE;
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
   const grouped = byPoint(finished);
@@ -67,8 +69,8 @@ export function buildReport(job: Job, runs: Run[]): Report {
     const legs = ok[0]?.flows.length ?? 0;
     const flows = Array.from({ length: legs }, (_, leg) => legFigures(spec, ok, leg, confidence));
     // Totals are over the flows of the job's own test: an rr flow's few bytes are no part of a stream job's throughput.
-    const sum = (f: (flow: FlowResult) => number | null | undefined) =>
-      summaryOf(ok.map((r) => r.flows.reduce((a, flow) => a + (measuresHeadline(spec, flow.flowIndex) ? (f(flow) ?? 0) : 0), 0)), confidence);
+    const sum = (figure: FigureName, f: (flow: FlowResult) => number | null | undefined) =>
+      summaryOf(figure, ok.map((r) => r.flows.reduce((a, flow) => a + (measuresHeadline(spec, flow.flowIndex) ? (f(flow) ?? 0) : 0), 0)), confidence);
     // A search's points are the rates it tried: each is repeated only to confirm it.
     const state = states.get(key) ?? { stoppedBy: null, halfWidthPercent: null };
     return {
@@ -78,10 +80,10 @@ export function buildReport(job: Job, runs: Run[]): Report {
       halfWidthPercent: state.halfWidthPercent,
       flows,
       total: {
-        bitsPerSecond: sum((f) => f.bitsPerSecond),
-        retransmits: spec.protocol === 'tcp' ? sum((f) => f.retransmits) : null,
-        transactionsPerSecond: kindOf(spec).headline.name === 'transactionsPerSecond' ? sum((f) => f.rr?.transactionsPerSecond) : null,
-        ...(kindOf(spec).headline.name === 'rttP50Seconds' ? { rttP50Seconds: summaryOf(ok.map((r) => headlineOf(spec, r.flows)), confidence) } : {}),
+        bitsPerSecond: sum('bitsPerSecond', (f) => f.bitsPerSecond),
+        retransmits: spec.protocol === 'tcp' ? sum('retransmits', (f) => f.retransmits) : null,
+        transactionsPerSecond: kindOf(spec).headline.name === 'transactionsPerSecond' ? sum('transactionsPerSecond', (f) => f.rr?.transactionsPerSecond) : null,
+        ...(kindOf(spec).headline.name === 'rttP50Seconds' ? { rttP50Seconds: summaryOf('rttP50Seconds', ok.map((r) => headlineOf(spec, r.flows)), confidence) } : {}),
       },
     };
   });
@@ -125,7 +127,7 @@ const METRICS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds'
 /** One header row, one row per point × leg (and `total`) × metric that has values. */
 export function reportCsv(report: Report): string {
   const dims = report.dimensions as (typeof DIMENSIONS)[number][];
-  const header = [...dims, 'flow', 'direction', 'from', 'to', 'metric', 'n', 'mean', 'standardDeviation', 'min', 'max', 'ciLow', 'ciHigh', 'coefficientOfVariation'];
+  const header = [...dims, 'flow', 'direction', 'from', 'to', 'metric', 'n', 'mean', 'standardDeviation', 'min', 'max', 'ciLow', 'ciHigh', 'coefficientOfVariation', 'ciMethod'];
   const rows: unknown[][] = [];
   const row = (point: SweepPoint, flow: string, direction: string, from: string, to: string, metric: string, s: RepeatSummary | null | undefined) => {
     if (!s) return;
@@ -133,7 +135,7 @@ export function reportCsv(report: Report): string {
       const v = point[d];
       return typeof v === 'object' ? pointLabel({ [d]: v }).split('=')[1] : v;
     });
-    rows.push([...dimValues, flow, direction, from, to, metric, s.n, s.mean, s.standardDeviation, s.min, s.max, s.confidenceInterval[0], s.confidenceInterval[1], s.coefficientOfVariation]);
+    rows.push([...dimValues, flow, direction, from, to, metric, s.n, s.mean, s.standardDeviation, s.min, s.max, s.confidenceInterval[0], s.confidenceInterval[1], s.coefficientOfVariation, s.intervalMethod]);
   };
   for (const p of report.points) {
     for (const f of p.flows) {
@@ -167,7 +169,9 @@ function nttcpColumns(ends: (EndFigures | null)[]): string[] {
   ];
 }
 
-const ci = (s: RepeatSummary, scale: number, digits: number) => `${(s.confidenceInterval[0]! / scale).toFixed(digits)}-${(s.confidenceInterval[1]! / scale).toFixed(digits)}`;
+/** An interval as the tables print it, with how it was made when that is not the plain t-interval. */
+const ci = (s: Pick<RepeatSummary, 'confidenceInterval' | 'intervalMethod'>, scale: number, digits: number) =>
+  `${(s.confidenceInterval[0]! / scale).toFixed(digits)}-${(s.confidenceInterval[1]! / scale).toFixed(digits)}${s.intervalMethod === 't' ? '' : ` (${s.intervalMethod})`}`;
 
 /**
  * The nttcp table of seed 000: per point and leg a `local` (sender) and a `remote` (receiver)

@@ -1,8 +1,16 @@
 /**
- * The statistics of repeated runs: summaries with the Student-t confidence interval of the
- * mean, and Welch's t-test for comparing two campaigns. No dependencies: the t distribution
- * comes from the regularized incomplete beta function (Numerical Recipes' continued fraction).
+ * The statistics of repeated runs: summaries with the confidence interval of the mean (within
+ * the figure's domain), Welch's t-test for comparing two campaigns and Holm's adjustment of a
+ * family of its p-values. No dependencies: the t distribution comes from the regularized
+ * incomplete beta function (Numerical Recipes' continued fraction).
  */
+import { UNBOUNDED, type FigureDomain } from './figure-domains.js';
+
+/** The confidence of every interval and test niclab reports, unless a job's adaptive `repeat` asks for another. */
+export const CONFIDENCE = 0.95;
+
+/** How an interval of the mean was made: `t` (mean ± t·sd/√n) or `clipped-t` (that cut at its figure's bounds, which it crossed). */
+export type IntervalMethod = 't' | 'clipped-t';
 
 export interface Summary {
   n: number;
@@ -10,34 +18,78 @@ export interface Summary {
   standardDeviation: number;
   min: number;
   max: number;
-  /** 95% confidence interval of the mean ([mean, mean] when n < 2). */
+  /** The interval of the mean at the summary's confidence, within the figure's domain ([mean, mean] when n < 2). */
   confidenceInterval: [number, number];
+  intervalMethod: IntervalMethod;
   /** standardDeviation / mean; 0 when the mean is 0. */
   coefficientOfVariation: number;
 }
 
-export function summarize(values: number[], confidence = 0.95): Summary {
+const meanOf = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+const sdOf = (values: number[], mean: number) => (values.length > 1 ? Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1)) : 0);
+
+/** Half the Student-t interval of a mean: t(1 - (1 - confidence) / 2, n - 1) · sd / √n; 0 under 2 values. */
+export function tHalfWidth(standardDeviation: number, n: number, confidence = CONFIDENCE): number {
+  return n > 1 ? tQuantile(1 - (1 - confidence) / 2, n - 1) * (standardDeviation / Math.sqrt(n)) : 0;
+}
+
+/** An interval cut to `domain`, and whether the cut changed it. */
+export function clipToDomain([low, high]: [number, number], domain: FigureDomain): { interval: [number, number]; clipped: boolean } {
+  const interval: [number, number] = [Math.max(low, domain.min), Math.min(high, domain.max ?? Infinity)];
+  return { interval, clipped: interval[0] !== low || interval[1] !== high };
+}
+
+/**
+ * The Student-t interval of the mean, cut to `domain`: the mean lies in the domain, so the cut
+ * never removes it and the coverage is the t-interval's (an interval of the logs would be the
+ * geometric mean's, not that of the mean reported beside it and compared by Welch's test).
+ */
+function meanInterval(values: number[], mean: number, sd: number, confidence: number, domain: FigureDomain): { interval: [number, number]; method: IntervalMethod } {
+  if (values.length < 2) return { interval: [mean, mean], method: 't' };
+  const half = tHalfWidth(sd, values.length, confidence);
+  const { interval, clipped } = clipToDomain([mean - half, mean + half], domain);
+  return { interval, method: clipped ? 'clipped-t' : 't' };
+}
+
+/** n, mean, sample sd, min, max, the interval of the mean within `domain` and the cv of `values`. */
+export function summarize(values: number[], confidence = CONFIDENCE, domain: FigureDomain = UNBOUNDED): Summary {
   const n = values.length;
-  if (n === 0) return { n: 0, mean: 0, standardDeviation: 0, min: 0, max: 0, confidenceInterval: [0, 0], coefficientOfVariation: 0 };
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const variance = n > 1 ? values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1) : 0;
-  const sd = Math.sqrt(variance);
-  const half = n > 1 ? tQuantile(1 - (1 - confidence) / 2, n - 1) * (sd / Math.sqrt(n)) : 0;
+  if (n === 0) return { n: 0, mean: 0, standardDeviation: 0, min: 0, max: 0, confidenceInterval: [0, 0], intervalMethod: 't', coefficientOfVariation: 0 };
+  const mean = meanOf(values);
+  const sd = sdOf(values, mean);
+  const { interval, method } = meanInterval(values, mean, sd, confidence, domain);
   return {
     n,
     mean,
     standardDeviation: sd,
     min: Math.min(...values),
     max: Math.max(...values),
-    confidenceInterval: [mean - half, mean + half],
+    confidenceInterval: interval,
+    intervalMethod: method,
     coefficientOfVariation: mean !== 0 ? sd / Math.abs(mean) : 0,
   };
 }
 
-/** Half the confidence interval's width as a percentage of the mean (netperf -I's measure). */
-export function halfWidthPercent(summary: Summary): number {
-  const [low, high] = summary.confidenceInterval;
-  return summary.mean !== 0 ? ((high - low) / 2 / Math.abs(summary.mean)) * 100 : 0;
+/** Half the Student-t interval's width as a percentage of the mean (netperf -I's measure), uncut: adaptive repetition stops on it. */
+export function halfWidthPercent(summary: Summary, confidence = CONFIDENCE): number {
+  return summary.mean !== 0 ? (tHalfWidth(summary.standardDeviation, summary.n, confidence) / Math.abs(summary.mean)) * 100 : 0;
+}
+
+/**
+ * Holm's step-down adjustment of one family's p-values, in their order: the i-th smallest of
+ * m becomes max over j <= i of min(1, (m - j + 1) p(j)). Rejecting where the adjusted p is
+ * below alpha keeps the chance of any false rejection in the family at most alpha, whatever
+ * the dependence between its tests. A null (no test) is no member and stays null.
+ */
+export function holm(pValues: (number | null)[]): (number | null)[] {
+  const members = pValues.map((p, i) => ({ p, i })).filter((x): x is { p: number; i: number } => x.p !== null).sort((a, b) => a.p - b.p);
+  const adjusted: (number | null)[] = pValues.map(() => null);
+  let running = 0;
+  members.forEach(({ p, i }, rank) => {
+    running = Math.max(running, Math.min(1, (members.length - rank) * p));
+    adjusted[i] = running;
+  });
+  return adjusted;
 }
 
 function logGamma(x: number): number {
@@ -95,22 +147,37 @@ export function tCdf(t: number, df: number): number {
   return t >= 0 ? 1 - tail : tail;
 }
 
-/** The `p` quantile of Student's t with `df` degrees of freedom (bisection on the CDF). */
+/** Student's t density with `df` degrees of freedom. */
+function tPdf(t: number, df: number): number {
+  return Math.exp(logGamma((df + 1) / 2) - logGamma(df / 2) - ((df + 1) / 2) * Math.log1p((t * t) / df)) / Math.sqrt(df * Math.PI);
+}
+
+/**
+ * The `p` quantile of Student's t with `df` degrees of freedom: Newton's method on the CDF,
+ * kept inside a shrinking bracket (a step that leaves it bisects instead), so it converges
+ * where Newton alone would overshoot in the heavy tails of a small df.
+ */
 export function tQuantile(p: number, df: number): number {
   let low = -1e4;
   let high = 1e4;
+  let t = 0;
   for (let i = 0; i < 200; i++) {
-    const mid = (low + high) / 2;
-    if (tCdf(mid, df) < p) low = mid;
-    else high = mid;
+    const f = tCdf(t, df) - p;
+    if (f === 0) return t;
+    if (f < 0) low = t;
+    else high = t;
+    let next = t - f / tPdf(t, df);
+    if (!(next > low && next < high)) next = (low + high) / 2;
+    if (Math.abs(next - t) <= 1e-13 * Math.max(1, Math.abs(t))) return next;
+    t = next;
   }
-  return (low + high) / 2;
+  return t;
 }
 
 export interface Welch {
   /** candidate mean − baseline mean. */
   difference: number;
-  /** 95% confidence interval of the difference. */
+  /** The confidence interval of the difference (Welch). */
   differenceInterval: [number, number];
   degreesOfFreedom: number;
   t: number;
@@ -119,7 +186,7 @@ export interface Welch {
 }
 
 /** Welch's unequal-variance t-test of candidate against baseline. */
-export function welch(baseline: Summary, candidate: Summary, confidence = 0.95): Welch {
+export function welch(baseline: Summary, candidate: Summary, confidence = CONFIDENCE): Welch {
   const difference = candidate.mean - baseline.mean;
   if (baseline.n < 2 || candidate.n < 2) return { difference, differenceInterval: [difference, difference], degreesOfFreedom: 0, t: 0, pValue: null };
   const vb = baseline.standardDeviation ** 2 / baseline.n;

@@ -117,9 +117,10 @@ export interface paths {
         };
         /**
          * Statistics of the job's runs per sweep point, per flow and summed
-         * @description Means, standard deviations, min, max, the confidence interval of the mean, the
-         *     coefficient of variation and n over each point's succeeded runs. `csv` has one header
-         *     row and a row per point, flow (or `total`) and metric; `table` prints nttcp's columns
+         * @description Means, standard deviations, min, max, the confidence interval of the mean (within what
+         *     the figure can be: see RepeatSummary), the coefficient of variation and n over each
+         *     point's succeeded runs. `csv` has one header row and a row per point, flow (or `total`)
+         *     and metric, the interval's method last (`ciMethod`); `table` prints nttcp's columns
          *     (local = sender, remote = receiver, each the mean over the runs) for a terminal. `svg`
          *     draws the job's figure (Vega-Lite, rendered by the API): a sweep is the headline with
          *     its interval against the last swept field, a line per flow and per value of the other
@@ -174,12 +175,27 @@ export interface paths {
         /**
          * A/B comparison of two jobs, point by point, with a verdict
          * @description Points are matched by their sweep values. For each: the baseline and candidate means of
-         *     the headline figure (throughput summed over flows, or rr transactions/s), the % change
-         *     with its 95% interval (the Welch interval of the difference over the baseline mean),
-         *     Welch's t-test p-value and a verdict on the judged figure (`metric`), in its own
-         *     direction: higher is better for throughput and transactions/s, lower for round-trip
-         *     percentiles, loss, jitter, retransmits and CPU per bit. `metrics` compares every other
-         *     figure either job measured the same way. Differences in the environment
+         *     the headline figure (throughput summed over flows, or rr transactions/s), the difference
+         *     and the % change with their 95% interval (Welch's interval of the difference, over the
+         *     baseline mean for the %), Welch's t-test p-value, its Holm-adjusted p and a verdict on
+         *     the judged figure (`metric`), in its own direction: higher is better for throughput and
+         *     transactions/s, lower for round-trip percentiles, loss, jitter, retransmits and CPU per
+         *     bit. `metrics` compares every other figure either job measured the same way.
+         *
+         *     Multiple comparisons: each figure's points are one family, and their p-values are
+         *     adjusted together by Holm's step-down method (`correction`); `better` and `worse` follow
+         *     the adjusted p (below 0.05). So the chance that any point of a figure gets a false
+         *     verdict is at most 5% (Holm holds under any dependence between the points, and is
+         *     uniformly more powerful than Bonferroni; Benjamini-Hochberg would bound only the share
+         *     of false verdicts, which lets a false `worse` through among many true changes). Figures
+         *     are separate families, so a verdict on the judged figure does not weaken as the jobs
+         *     measure more figures; over several figures the chance of some false verdict grows, up
+         *     to 5% a figure (in a seeded simulation of identical jobs, n 3-10, cv 2-5%: 3.1% for the
+         *     judged figure's 12 points, 18% over 5 figures' 60; 43% and 93% uncorrected).
+         *
+         *     A change from a baseline mean of 0 (a lossless baseline, no retransmits) has no %:
+         *     `changePercent` is null, `changePercentReason` says why and `difference` is the change.
+         *     Differences in the environment
          *     under the runs (kernel, driver, firmware, MTU, link speed, socket-buffer limits, engine
          *     version) are listed; points are flagged when one is not explained by what you varied.
          */
@@ -791,10 +807,28 @@ export interface components {
             standardDeviation: number;
             min: number;
             max: number;
-            /** @description The interval of the mean at the report's confidence (Student t); the mean itself when n = 1. */
+            /**
+             * @description The interval of the mean at the report's confidence, within what the figure can be;
+             *     the mean itself when n = 1. Each figure's domain is declared once
+             *     (`services/shared/src/domain/figure-domains.ts`): rates, round trips, delays, jitter,
+             *     CPU times and counts are at least 0, loss ratios in [0, 1]. See `intervalMethod`.
+             */
             confidenceInterval: number[];
+            intervalMethod: components["schemas"]["IntervalMethod"];
             coefficientOfVariation: number;
         };
+        /**
+         * @description How an interval of a mean was made. `t`: mean ± t · sd / √n, t Student's quantile for
+         *     n - 1 degrees of freedom at the report's confidence.
+         *     `clipped-t`: that interval cut at the figure's bounds, which it crossed: 0 for a rate, a
+         *     delay, CPU time or a count, 0 and 1 for a loss ratio (a noisy n = 3 gave -4,647 to 17,249
+         *     Mbit/s; it is now 0 to 17,249, `clipped-t`). The mean lies in the figure's domain, so the
+         *     cut never removes it: the interval covers the mean as often as the t-interval does. It
+         *     stays an interval of the arithmetic mean, the one reported beside it and compared by
+         *     Welch's test (an interval of the logs, back-transformed, would be the geometric mean's).
+         * @enum {string}
+         */
+        IntervalMethod: "t" | "clipped-t";
         NullableRepeatSummary: null | components["schemas"]["RepeatSummary"];
         Report: {
             jobId: components["schemas"]["Id"];
@@ -910,10 +944,29 @@ export interface components {
             /** @description The judged metric's direction (as `metric.higherIsBetter`). */
             higherIsBetter: boolean;
             confidence: number;
+            /** @description How the p-values were adjusted for testing many points at once (see the operation). */
+            correction: {
+                /**
+                 * @description Holm's step-down method: strong family-wise error control under any dependence.
+                 * @enum {string}
+                 */
+                method: "holm";
+                /**
+                 * @description The p-values adjusted together: the points of one figure (each figure of `metrics` is a family of its own).
+                 * @enum {string}
+                 */
+                family: "figure";
+                /** @description A verdict is `better` or `worse` only when its adjusted p is below this (1 - confidence). */
+                alpha: number;
+            };
             minChangePercent: number;
-            /** @description Every figure either job measured, each compared point by point in its own direction (the judged one included). */
+            /** @description The judged figure's least change that gets a verdict, in its base unit (one unit of the last digit its table prints): what judges a change from a baseline of 0. */
+            minChange: number;
+            /** @description Every figure either job measured, each compared point by point in its own direction (the judged one included), its points Holm-adjusted as one family. */
             metrics: {
                 metric: components["schemas"]["MetricDirection"];
+                /** @description The figure's least change that gets a verdict, in its base unit. */
+                minChange: number;
                 points: components["schemas"]["ComparedPoint"][];
             }[];
             /** @description Spec fields that differ between the two jobs. */
@@ -940,11 +993,24 @@ export interface components {
             point: components["schemas"]["SweepPoint"];
             baseline: components["schemas"]["SideSummary"];
             candidate: components["schemas"]["SideSummary"];
+            /** @description Candidate mean - baseline mean, in the base unit; null when a side has no succeeded run. */
+            difference: number | null;
+            /** @description Welch's interval of the difference, cut where the candidate's mean would leave the figure's domain (the baseline held at its mean); null under 2 runs a side. */
+            differenceInterval: null | number[];
+            /** @enum {string|null} */
+            differenceIntervalMethod: "t" | "clipped-t" | null;
+            /** @description The difference as a % of the baseline mean; null when a side has no run, or when the baseline mean is 0 (`changePercentReason`). */
             changePercent: number | null;
+            /** @description `differenceInterval` as a % of the baseline mean (so never below -100% for a figure that cannot be negative). */
             changePercentInterval: null | number[];
+            /** @description Why `changePercent` is null although both sides ran: a baseline mean of 0. */
+            changePercentReason: string | null;
+            /** @description Welch's two-sided p, raw. */
             pValue: number | null;
+            /** @description Holm-adjusted over the figure's points (see `correction`); the verdict follows it. */
+            adjustedPValue: number | null;
             /**
-             * @description In the metric's own direction: a lower round trip is `better`.
+             * @description In the metric's own direction: a lower round trip is `better`. `better` or `worse` when the adjusted p is below `correction.alpha`, the change is at least the figure's `minChange` and, from a baseline other than 0, at least `minChangePercent` of it.
              * @enum {string}
              */
             verdict: "better" | "worse" | "no significant change" | "not comparable";
@@ -959,6 +1025,9 @@ export interface components {
             n: number;
             mean: number;
             standardDeviation: number;
+            /** @description The interval of the side's mean within the figure's domain, as RepeatSummary's. */
+            confidenceInterval: number[];
+            intervalMethod: components["schemas"]["IntervalMethod"];
         };
         RunSummary: {
             runId: components["schemas"]["Id"];
@@ -1040,7 +1109,7 @@ export interface components {
             max: number;
             /** @description Confidence level of the interval (default 0.95). */
             confidence?: number;
-            /** @description Half the interval's width as a percentage of the mean (default 2.5). */
+            /** @description Half the Student-t interval's width (t · sd / √n, whatever interval the report shows) as a percentage of the mean (default 2.5): netperf -I's measure. */
             halfWidthPercent?: number;
         };
         /**
@@ -1953,7 +2022,7 @@ export interface operations {
                 candidate: components["schemas"]["Id"];
                 /** @description The figure the verdicts judge (default: the baseline's headline). Higher is better for throughput and transactions/s; lower for round trips, loss, jitter, retransmits and CPU per bit. */
                 metric?: components["schemas"]["MetricName"];
-                /** @description A change smaller than this is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". */
+                /** @description A change smaller than this % of the baseline mean is `no significant change` whatever its p-value: shaped links are so steady that 0.1% can be "significant". From a baseline of 0, which has no %, the figure's `minChange` (one unit of the last digit its table prints) decides alone; it applies to every change too. */
                 minChangePercent?: number;
                 /** @description `svg` draws a baseline and a candidate bar per point, each with its interval, and the verdict above them. */
                 format?: "json" | "table" | "svg";

@@ -18,13 +18,20 @@ function picker(name: string, jobs: Job[], selected: string | null): HTMLSelectE
 }
 
 function verdicts(c: Comparison, headlineUnit: (x: number) => string): HTMLTableElement {
-  return table(['point', 'baseline', 'candidate', 'change', '95% interval', 'p', 'verdict'], c.points.map((p) => [
+  // A change from a baseline of 0 has no %: it is shown as the difference itself.
+  const change = (p: Comparison['points'][number]) => (p.changePercentReason && p.difference !== null ? `${p.difference >= 0 ? '+' : ''}${headlineUnit(p.difference)} (from 0)` : percent(p.changePercent));
+  const range = (p: Comparison['points'][number]) =>
+    p.changePercentInterval ? `${percent(p.changePercentInterval[0] ?? null)} … ${percent(p.changePercentInterval[1] ?? null)}`
+      : p.changePercentReason && p.differenceInterval ? `${headlineUnit(p.differenceInterval[0]!)} … ${headlineUnit(p.differenceInterval[1]!)}` : '–';
+  const p2 = (x: number | null) => (x === null ? '–' : x.toPrecision(2));
+  return table(['point', 'baseline', 'candidate', 'change', `${Math.round(c.confidence * 100)}% interval`, 'p', `p (${c.correction.method}-adjusted)`, 'verdict'], c.points.map((p) => [
     pointText(p.point),
     headlineUnit(p.baseline.mean),
     headlineUnit(p.candidate.mean),
-    percent(p.changePercent),
-    p.changePercentInterval ? `${percent(p.changePercentInterval[0] ?? null)} … ${percent(p.changePercentInterval[1] ?? null)}` : '–',
-    p.pValue === null ? '–' : p.pValue.toPrecision(2),
+    change(p),
+    range(p),
+    p2(p.pValue),
+    p2(p.adjustedPValue),
     h('span', { class: `verdict verdict-${p.verdict.replace(/ /g, '-')}`, title: p.reason ?? '' }, p.verdict),
   ]), { id: 'verdicts' });
 }

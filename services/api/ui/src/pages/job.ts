@@ -7,7 +7,8 @@ type Report = Schemas['Report'];
 type Summary = Schemas['NullableRepeatSummary'];
 
 const pointText = (point: Record<string, unknown>): string => Object.entries(point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ') || '–';
-const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}–${mbps(s.confidenceInterval[1])}` : '–');
+/** An interval as the report made it: `log-t` and `clipped-t` say so (see the contract's IntervalMethod). */
+const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}–${mbps(s.confidenceInterval[1])}${s.intervalMethod === 't' ? '' : ` (${s.intervalMethod})`}` : '–');
 
 function specText(job: Job): string {
   const s = job.spec;
@@ -34,7 +35,7 @@ function reportTable(report: Report): HTMLTableElement {
     ...p.flows.map((f) => [pointText(p.point), `${f.flowIndex} ${f.direction}: ${f.from.agent}:${f.from.interface} → ${f.to.agent}:${f.to.interface}`, mbps(f.bitsPerSecond?.mean), interval(f.bitsPerSecond), f.bitsPerSecond?.n ?? 0, f.retransmits?.mean?.toFixed(1) ?? '–', f.udpLossRatio ? `${(f.udpLossRatio.mean * 100).toFixed(3)}%` : '–']),
     [pointText(p.point), 'total', mbps(p.total.bitsPerSecond?.mean), interval(p.total.bitsPerSecond), p.total.bitsPerSecond?.n ?? 0, p.total.retransmits?.mean?.toFixed(1) ?? '–', ''],
   ]);
-  return table(['point', 'flow', 'Mbit/s (mean)', '95% interval', 'n', 'retransmits', 'loss'], rows, { id: 'report-table' });
+  return table(['point', 'flow', 'Mbit/s (mean)', `${Math.round(report.confidence * 100)}% interval`, 'n', 'retransmits', 'loss'], rows, { id: 'report-table' });
 }
 
 type MatrixCell = Schemas['MatrixCell'];
