@@ -1,10 +1,11 @@
 /**
- * Where each figure's values can lie: the one place a figure's domain is written. The
+ * Where each figure's values can lie, from the figure catalogue (figures/catalogue.ts). The
  * report's summaries, the comparison's intervals and the plots cut the Student-t interval
  * of a mean to it (and say so: `clipped-t`), so no interval says a rate, a delay or a count
  * could be below 0, or a loss ratio above 1.
  */
 import type { MetricName, RunMetric } from './figure-directions.js';
+import { COLUMNS } from './figures/columns.js';
 
 /** The values a figure can take. */
 export interface FigureDomain {
@@ -16,37 +17,15 @@ export interface FigureDomain {
 
 /** A figure with no bound: the plain Student-t interval. */
 export const UNBOUNDED: FigureDomain = { min: -Infinity, max: null };
-/** Rates, round trips, delays, jitter, CPU time: never below 0. */
-const NON_NEGATIVE: FigureDomain = { min: 0, max: null };
-/** Segments retransmitted. */
-const COUNT: FigureDomain = NON_NEGATIVE;
-/** Lost over sent. */
-const RATIO: FigureDomain = { min: 0, max: 1 };
 
 /** The report's per-flow figures that are not run metrics of their own. */
 export type LegFigureName = 'senderCpuSeconds' | 'receiverCpuSeconds';
 export type FigureName = MetricName | LegFigureName;
 
-export const FIGURE_DOMAINS: Record<FigureName, FigureDomain> = {
-  bitsPerSecond: NON_NEGATIVE,
-  transactionsPerSecond: NON_NEGATIVE,
-  rttP50Seconds: NON_NEGATIVE,
-  rttP90Seconds: NON_NEGATIVE,
-  rttP99Seconds: NON_NEGATIVE,
-  idleRttP50Seconds: NON_NEGATIVE,
-  idleRttP99Seconds: NON_NEGATIVE,
-  udpLossRatio: RATIO,
-  jitterSeconds: NON_NEGATIVE,
-  retransmits: COUNT,
-  cpuSecondsPerGigabit: NON_NEGATIVE,
-  probeLossRatio: RATIO,
-  // |d(i) - d(i-1)|: never below 0.
-  ipdvP99Seconds: NON_NEGATIVE,
-  forwardDelayP99Seconds: NON_NEGATIVE,
-  returnDelayP99Seconds: NON_NEGATIVE,
-  senderCpuSeconds: NON_NEGATIVE,
-  receiverCpuSeconds: NON_NEGATIVE,
-};
+/** Each column's domain, as the figure catalogue has it for the figure the column is a view of. */
+export const FIGURE_DOMAINS = Object.fromEntries(
+  COLUMNS.map((c) => [c.name, { min: c.figure.domain.min ?? -Infinity, max: c.figure.domain.max }]),
+) as Record<FigureName, FigureDomain>;
 
 /**
  * The least change of a figure's mean a comparison calls `better` or `worse`, in its base

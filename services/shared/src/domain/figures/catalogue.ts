@@ -18,13 +18,12 @@ const SECONDS: Display = { scale: 1, unit: 's', digits: 3 };
 const PERCENT: Display = { scale: 0.01, unit: '%', digits: 3 };
 const WHOLE = (unit: string): Display => ({ scale: 1, unit, digits: 0 });
 
-/** Rates, sizes and delays: above 0, so an interval of repeated runs is taken over their logarithms. */
-const POSITIVE: Domain = { min: 0, max: null, scale: 'log' };
-/** Counts that may be 0: an interval is clipped at 0. */
-const COUNT: Domain = { min: 0, max: null, scale: 'linear' };
-const RATIO: Domain = { min: 0, max: 1, scale: 'linear' };
+/** Rates, sizes, delays and counts: never below 0. */
+const POSITIVE: Domain = { min: 0, max: null };
+const COUNT: Domain = POSITIVE;
+const RATIO: Domain = { min: 0, max: 1 };
 /** A difference of two delays or figures: either sign. */
-const SIGNED: Domain = { min: null, max: null, scale: 'linear' };
+const SIGNED: Domain = { min: null, max: null };
 
 const LAB_FLOWS = 'test/lab/flows.test.ts';
 const LAB_UDP = 'test/lab/udp.test.ts';
@@ -575,14 +574,24 @@ export const FIGURES: readonly Figure[] = [
     fields: ['Comparison.points[].changePercent', 'Comparison.points[].changePercentInterval[]', 'Comparison.metrics[].points[].changePercent', 'Comparison.metrics[].points[].changePercentInterval[]'],
   },
   {
+    name: 'difference',
+    meaning: "The candidate's mean less the baseline's, in the figure's own unit, with Welch's interval (cut to what the figure's domain allows).",
+    unit: 'count', display: WHOLE(''), better: null, domain: SIGNED,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: 'candidate mean − baseline mean; the interval is Welch’s for the difference, clipped so that neither side leaves its domain (a loss ratio cannot go below 0).',
+    reference: { kind: 'kernel', against: 'the runs’ own lost/sent through the API: 0 against 20,000 pps into a 1 KiB receive buffer', test: 'test/api/compare-from-zero.test.ts', case: 'the difference as counted from the runs' },
+    answers: { zero: 'From a zero baseline it is what judges the change (with the figure’s least change, one unit of its table’s last digit).', directions: 'Per point and figure.', flows: 'Of the run figure.', stall: 'As the figure.', wire: 'In the figure’s unit.' },
+    fields: ['Comparison.points[].difference', 'Comparison.points[].differenceInterval[]', 'Comparison.metrics[].points[].difference', 'Comparison.metrics[].points[].differenceInterval[]'],
+  },
+  {
     name: 'pValue',
     meaning: "Welch's two-sided p for the difference of the means, raw and as adjusted over the comparison's family.",
     unit: 'ratio', display: { scale: 1, unit: '', digits: 4 }, better: null, domain: RATIO,
     kinds: ALL_KINDS, engines: BOTH,
-    computed: "Welch's t with Welch–Satterthwaite degrees of freedom; the Student t CDF from the regularized incomplete beta function.",
+    computed: "Welch's t with Welch–Satterthwaite degrees of freedom, the Student t CDF from the regularized incomplete beta function; adjusted by Holm's step-down over the points of one figure (the verdict follows the adjusted p).",
     reference: { kind: 'closed-form', against: "scipy.stats.ttest_ind(equal_var=False) on the same samples", test: 'test/api/report.test.ts', case: "Welch's t-test" },
     answers: { zero: 'Two sides without spread: 1 when equal, 0 when not.', directions: 'Per point and figure.', flows: 'As the figure.', stall: 'As the figure.', wire: 'A probability.' },
-    fields: ['Comparison.points[].pValue', 'Comparison.metrics[].points[].pValue'],
+    fields: ['Comparison.points[].pValue', 'Comparison.metrics[].points[].pValue', 'Comparison.points[].adjustedPValue', 'Comparison.metrics[].points[].adjustedPValue'],
   },
   // ---- Statistics of repeated runs -------------------------------------------------------------------
   {
@@ -660,7 +669,7 @@ export const FIGURES: readonly Figure[] = [
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex'], why: 'an index: which flow, run or repetition' },
-  { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Comparison.minChangePercent'], why: 'a setting of the job, echoed' },
+  { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
   { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, effective socket buffers) or its tuning as applied" },
   { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
 ];

@@ -38,14 +38,13 @@ export interface Display {
 }
 
 /**
- * Where a figure's values can lie. A statistic of repeated runs stays inside it: an interval of
- * a figure on `scale: 'log'` is taken over the logarithms (it can never reach 0 or below), one on
- * `'linear'` is clipped to [min, max] and says so.
+ * Where a figure's values can lie (null: no bound that way). A statistic of repeated runs stays
+ * inside it: the Student-t interval of a mean is cut to it and says so (`clipped-t`), so no
+ * interval says a rate could be negative or a loss ratio above 1.
  */
 export interface Domain {
   min: number | null;
   max: number | null;
-  scale: 'log' | 'linear';
 }
 
 /** The independent figure a figure is checked against, and the test that checks it. */
