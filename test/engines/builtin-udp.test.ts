@@ -88,10 +88,9 @@ test('builtin UDP at 10,000 pps x 1200 B on loopback: its sender uses at most tw
   const ratio = median(runs.map((r) => r.builtin.senderCpuSeconds / Math.max(0.02, r.iperf3.senderCpuSeconds)));
   assert.ok(ratio <= 2, `builtin sender CPU / bare iperf3 -u's: median ${ratio.toFixed(2)}\n${figures}`);
   // On time: a sender that was off the CPU passes over what it missed rather than burst, so a
-  // loaded host sends fewer; it sends as many as bare iperf3 -u beside it (1%), and says so.
+  // loaded host sends fewer; it sends as many as bare iperf3 -u beside it (1%).
   const sent = median(runs.map((r) => r.builtin.sent));
   assert.ok(sent >= median(runs.map((r) => r.iperf3.sent)) * 0.99, `datagrams sent (median): builtin ${sent}\n${figures}`);
-  for (const { builtin: b } of runs) assert.ok(Math.abs(b.achievedPacketsPerSecond / (b.sent / 2) - 1) <= 0.01, `achieved ${b.achievedPacketsPerSecond} pps, sent ${b.sent} in 2 s`);
 });
 
 test('builtin UDP: datagrams of another leg (right magic, real sequence numbers, even its FIN) are ignored', async () => {

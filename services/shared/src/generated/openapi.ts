@@ -775,6 +775,7 @@ export interface components {
                     lost: number;
                     sent: number;
                     lossRatio: number;
+                    /** @description The flow's udp.achievedPacketsPerSecond (sent / duration where the engine gives none); below 99% of the offered rate the trial failed by `sender`. */
                     achievedPacketsPerSecond: number;
                     /**
                      * @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck).
@@ -1163,7 +1164,13 @@ export interface components {
         /** @description One end's figures, as nttcp reports them for local and remote. */
         EndFigures: {
             bytes: number;
-            /** @description Wall-clock seconds from the first to the last byte at this end. */
+            /**
+             * @description Wall-clock seconds from the first to the last byte at this end (nttcp's real time:
+             *     the time this end took). A builtin UDP sender's run from its first datagram until it
+             *     stopped sending (all sent, or the run's duration over), so a stall through the end
+             *     counts until the sender ran again; its receiver's from the first datagram to the
+             *     sender's FIN (with every FIN lost, at least the run's duration).
+             */
             realSeconds: number;
             /** @description User + system CPU seconds of this end's engine process. */
             cpuSeconds: number;
@@ -1254,9 +1261,9 @@ export interface components {
             jitterSeconds: number;
             /** @description lost / sent; lost is sent - received, so sent = received + lost exactly. */
             lossRatio: number;
-            /** @description The rate the sender was asked for (builtin engine). */
+            /** @description The rate the sender was asked for. */
             targetPacketsPerSecond?: number;
-            /** @description The rate the sender reached; below the target when the host could not keep up. */
+            /** @description What the sender offered over the run: datagrams sent / duration. Below the target when the host could not keep up or the sender stalled, at any time in the run. */
             achievedPacketsPerSecond?: number;
             /**
              * @description Arrival time minus the send time each datagram carries (builtin engine). Present only

@@ -118,6 +118,8 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     const delay = new DelayHistogram();
     let firstAt = 0;
     let lastAt = 0;
+    /** When the FIN came: the sender had stopped sending. */
+    let finAt = 0;
     let cpu: NodeJS.CpuUsage | undefined;
     let giveUp: NodeJS.Timeout | undefined;
     let finished = false;
@@ -127,7 +129,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       finished = true;
       clearTimeout(giveUp);
       const result: UdpChildResult = {
-        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
+        figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: sampler.finish(lastAt),
         udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6, ...(received > 0 ? { oneWayDelaySeconds: delay.summary() } : {}) },
         socketBuffers: transport.buffers(),
@@ -135,10 +137,16 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       transport.close();
       resolve(result);
     };
+    // From the first datagram to the sender's end (its FIN), so a sender that stalled through
+    // the end shows here too; with every FIN lost, at least the run's length.
+    const receivingSeconds = () => (finAt ? Math.max(finAt, lastAt) - firstAt : Math.max(lastAt - firstAt, duration * 1000)) / 1000;
     /** Counts one datagram (`length` bytes at `at` in `data`), read at `arrival` (performance.now()). */
     const take = (data: Buffer, at: number, length: number, arrival: number) => {
       if (finished || length < HEADER_BYTES || data.readUInt32BE(at) !== MAGIC || data.readUInt32BE(at + 4) !== input.token) return;
-      if (data.readUInt32BE(at + 8) === FIN) return finish();
+      if (data.readUInt32BE(at + 8) === FIN) {
+        finAt = arrival;
+        return finish();
+      }
       if (firstAt === 0) {
         firstAt = arrival;
         cpu = process.cpuUsage();
@@ -362,7 +370,7 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   const endAt = t0 + input.params.duration * 1000 + END_GRACE_MS;
   let sent = 0;
   let lastTurnAt = t0;
-  let lastSentAt = t0;
+  let stoppedAt = t0;
   // iperf3's pacing: a timer wakes the sender every PACING_MS and it sends, in one burst, the
   // datagrams due by then (half a tick ahead, so a 100 ms window is off by at most half a tick
   // either way). Between bursts the process sleeps: the CPU stays with the receiver and the
@@ -380,10 +388,12 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
       const went = count > 0 && now < endAt ? sending.burst(sent, count) : 0;
       sent += went;
       const after = performance.now();
-      if (went > 0) lastSentAt = after;
       // The run lasts `duration`, as rude's does: a host that falls behind sends fewer, and its
       // achieved rate says so, rather than stretching the run.
-      if (sent >= total || after >= endAt) return resolve();
+      if (sent >= total || after >= endAt) {
+        stoppedAt = after;
+        return resolve();
+      }
       // A full turn that went and more due: at once. Otherwise (behind and catching up, the
       // kernel's queue is full, or nothing is due) sleep until the next is due, at least a tick.
       if (went === TURN_MAX && sent < due) setImmediate(turn);
@@ -396,8 +406,9 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
     sending.close();
     throw failure;
   }
-  // From the first datagram to the last burst: the rate the sender achieved.
-  const realSeconds = (lastSentAt - t0) / 1000;
+  // The time the sender took, as nttcp's: from its first datagram until it stopped sending, all
+  // sent or the run over; a stall through the end counts up to when the sender ran again.
+  const realSeconds = (stoppedAt - t0) / 1000;
   const cpuUsed = cpuSeconds(cpu);
   // Several FINs: any one of them ends the receiver; losing all of them only delays it.
   for (let i = 0; i < 5; i++) {
@@ -409,7 +420,8 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   return {
     figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
     intervals: [],
-    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: realSeconds > 0 ? sent / realSeconds : 0 },
+    // What it offered over the run's whole length: a sender that stalled, at any time, falls short.
+    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: sent / input.params.duration },
     socketBuffers,
   };
 }

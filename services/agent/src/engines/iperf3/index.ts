@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { command } from '@niclab/shared/runtime/command';
 import type { EngineInfo, ErrorInfo } from '@niclab/shared/domain/contract';
-import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
+import { udpBitsPerSecond, udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
 import { parseEnd, type Iperf3Json } from './parse.js';
@@ -109,7 +109,9 @@ export const iperf3Engine: Engine = {
     if (!json || json.error || outcome.code !== 0) return { ...base, error: failure(outcome, json) };
     try {
       const end = parseEnd(json, task.role, params.udp?.packetSize);
-      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp: end.udp, socketBuffers: end.socketBuffers };
+      // A UDP sender offered its datagrams over the run's length, as the builtin's says.
+      const udp = end.udp && task.role === 'sender' && params.udp ? { ...end.udp, targetPacketsPerSecond: udpPacketsPerSecond(params.udp), achievedPacketsPerSecond: (end.udp.sent ?? 0) / params.duration } : end.udp;
+      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp, socketBuffers: end.socketBuffers };
     } catch (error) {
       return { ...base, error: { code: 'engine_failed', message: `iperf3 output: ${(error as Error).message}` } };
     }
