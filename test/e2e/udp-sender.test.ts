@@ -9,7 +9,7 @@ import { followJob } from '../helpers/sse.js';
 /**
  * A UDP flow's offered load through the API and real agents on loopback: what the sender says it
  * offered is checked against what its receiver counted, with the sender's process stopped
- * through the run's end.
+ * through the run's end, and with four streams under both engines.
  */
 let niclab: TestNiclab;
 let client: ApiClient;
@@ -69,4 +69,23 @@ test('a builtin UDP sender stopped (SIGSTOP) from early in the run until after i
   assert.ok(flow.sender.realSeconds >= duration + 0.25, show);
   assert.ok(flow.bitsPerSecond <= receivedRate * 200 * 8 * 1.02, `bitsPerSecond ${flow.bitsPerSecond}: ${show}`);
   assert.notEqual(flow.bottleneck.verdict, 'sender CPU', `a stopped sender used no CPU: ${flow.bottleneck.reason}`);
+});
+
+test('UDP with streams: 4 offers the flow\'s rate in all under both engines: the same datagrams sent, and received', async () => {
+  const spec = { protocol: 'udp', duration: 2, interval: 1, streams: 4, udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, flows };
+  const builtin = (await client.succeed({ ...spec, engine: 'builtin' })).runs[0].flows[0];
+  const iperf3 = (await client.succeed({ ...spec, engine: 'iperf3' })).runs[0].flows[0];
+  const show = `builtin sent ${builtin.udp.sent}, received ${builtin.udp.received}; iperf3 sent ${iperf3.udp.sent}, received ${iperf3.udp.received}`;
+  assert.equal(builtin.udp.sent, 2000, show);
+  assert.ok(Math.abs(iperf3.udp.sent - builtin.udp.sent) <= 8, show);
+  for (const f of [builtin, iperf3]) {
+    assert.ok(f.udp.received >= f.udp.sent - 8, `the receiver's count: ${show}`);
+    assert.equal(f.udp.targetPacketsPerSecond, 1000);
+    assert.ok(Math.abs(f.udp.achievedPacketsPerSecond - 1000) <= 10, `achieved ${f.udp.achievedPacketsPerSecond}: ${show}`);
+    assert.equal(f.udp.duplicates, 0);
+  }
+  // iperf3 applies -b to each stream.
+  const command: string[] = iperf3.diagnostics.sender.command;
+  assert.equal(command[command.indexOf('-b') + 1], String(1000 * 1000 * 8 / 4), command.join(' '));
+  assert.equal(command[command.indexOf('-P') + 1], '4');
 });

@@ -449,7 +449,7 @@ export interface components {
             kind: "stream" | "rr" | "probe";
             probe?: components["schemas"]["ProbeParams"];
             engine?: components["schemas"]["Engine"];
-            /** @description Parallel connections of this flow. */
+            /** @description Parallel connections of this flow; for UDP, sockets sharing the flow's `udp.rate` (see JobSpec.streams). */
             streams?: number;
             noDelay?: boolean;
             bufferLength?: number;
@@ -568,7 +568,10 @@ export interface components {
             /** @description SO_SNDBUF/SO_RCVBUF bytes (nttcp -w, iperf -w). Unset, each end keeps the kernel default, except the builtin engine's UDP receiver, which asks for 4 MiB of receive buffer (capped at net.core.rmem_max; diagnostics.*.socketBuffers says what the kernel gave). */
             socketBuffer?: number;
             /**
-             * @description Parallel connections per flow (iperf -P).
+             * @description Parallel connections per flow (iperf -P). For UDP, the flow's datagrams go out from
+             *     this many sockets (each its own source port, each numbering its datagrams from 0),
+             *     and `udp.rate` is the flow's total whatever `streams` is: each stream sends
+             *     rate / streams (iperf3 gets `-b` of rate / streams, since its `-b` is per stream).
              * @default 1
              */
             streams: number;
@@ -1261,7 +1264,7 @@ export interface components {
             jitterSeconds: number;
             /** @description lost / sent; lost is sent - received, so sent = received + lost exactly. */
             lossRatio: number;
-            /** @description The rate the sender was asked for. */
+            /** @description The rate the flow's sender was asked for, over all its streams. */
             targetPacketsPerSecond?: number;
             /** @description What the sender offered over the run: datagrams sent / duration. Below the target when the host could not keep up or the sender stalled, at any time in the run. */
             achievedPacketsPerSecond?: number;

@@ -90,7 +90,8 @@ export const iperf3Engine: Engine = {
       argv = ['iperf3', '-c', task.peer.address, '-p', String(port), '-B', context.address];
       if (probe.bindDev) argv.push('--bind-dev', task.interface);
       argv.push('-t', String(params.duration), '-i', String(params.interval), '-P', String(params.streams), '--json');
-      if (params.udp) argv.push('-u', '-b', String(udpBitsPerSecond(params.udp)), '-l', String(params.udp.packetSize));
+      // iperf3's -b is each stream's: the flow's rate is shared by its streams, as the builtin's is.
+      if (params.udp) argv.push('-u', '-b', String(Math.round(udpBitsPerSecond(params.udp) / params.streams)), '-l', String(params.udp.packetSize));
       else argv.push('-l', String(params.bufferLength));
       if (params.noDelay) argv.push('-N');
       if (params.socketBuffer !== undefined) argv.push('-w', String(params.socketBuffer));
