@@ -161,6 +161,20 @@ async function scripted(params: EngineParams, runId: string, script: { stream?: 
 
 const seqs = (from: number, to: number, stream = 0) => Array.from({ length: to - from }, (_, i) => ({ stream, seq: from + i }));
 
+test('builtin UDP receiver: datagrams reordered behind the FIN are counted; the wait after it is bounded', async (ctx) => {
+  // 100 sent; 95..99 overtaken by the FIN, as on a path that reorders. duration 5: the
+  // receiver's own give-up would come 7 s after the first datagram.
+  const late = await scripted(udp(1000, { duration: 5 }), 'udp-fin-late', [...seqs(0, 95), { kind: FIN, seq: 100 }, ...seqs(95, 100)]);
+  assert.equal(late.outcome.error, null, JSON.stringify(late.outcome.error));
+  assert.deepEqual([late.outcome.udp!.received, late.outcome.udp!.outOfOrder, late.outcome.udp!.duplicates], [100, 0, 0], 'the five behind the FIN counted, in order');
+  // Five never come: the receiver waits its grace (50 ms) after the FIN, not until its give-up
+  // 7 s after the first datagram (2 s: a loaded machine's slack for the result's way back).
+  const lost = await scripted(udp(1000, { duration: 5 }), 'udp-fin-lost', [...seqs(0, 95), { kind: FIN, seq: 100 }]);
+  ctx.diagnostic(`ended ${late.afterFinMs} ms after the FIN with all 100, ${lost.afterFinMs} ms with 95`);
+  assert.equal(lost.outcome.udp!.received, 95);
+  assert.ok(late.afterFinMs < 2000 && lost.afterFinMs < 2000, `ended ${late.afterFinMs} and ${lost.afterFinMs} ms after the FIN`);
+});
+
 test('builtin UDP receiver: each stream numbers its own datagrams; duplicates and reordering count within a stream', async () => {
   const { outcome } = await scripted(udp(1000, { duration: 5, streams: 2 }), 'udp-streams-rx', [
     ...seqs(0, 50, 0), ...seqs(0, 10, 1), { stream: 1, seq: 11 }, { stream: 1, seq: 10 }, { stream: 1, seq: 3 }, ...seqs(12, 50, 1),
@@ -196,6 +210,7 @@ test('builtin UDP sender with streams: 4: four sockets (source ports), each at a
   assert.deepEqual(ports.map((p) => [...p.streams]).flat().sort(), [0, 1, 2, 3], 'one stream per port');
   for (const p of ports) {
     assert.deepEqual(p.seqs, Array.from({ length: 250 }, (_, i) => i), 'each stream numbers its 250 from 0, in order');
+    assert.ok(p.fins.length > 0 && p.fins.every((n) => n === 250), `its FINs say 250: ${p.fins.join(', ')}`);
   }
 });
 

@@ -12,7 +12,7 @@ import type { EndUdp, EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
-import { DATA, FIN, HEADER_BYTES, MAGIC } from './udp-format.js';
+import { DATA, FIN, FIN_COUNT, FIN_GAP_MS, HEADER_BYTES, MAGIC } from './udp-format.js';
 import { BatchSocket } from './udp-batch.js';
 import { StreamSequences } from './udp-sequences.js';
 
@@ -104,6 +104,12 @@ class DelayHistogram {
 
 /** Datagrams a receiver reads per recvmmsg. */
 const RECEIVE_BATCH = 64;
+/**
+ * After the first FIN a receiver still counts datagrams this long, unless all that were sent
+ * have come: a path that reorders (ECMP, LAG, jitter) can deliver some behind it. As long as
+ * the sender's own FIN train, so the run ends no later than its sender does.
+ */
+const FIN_GRACE_MS = FIN_COUNT * FIN_GAP_MS;
 
 function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
@@ -115,16 +121,21 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     const delay = new DelayHistogram();
     let firstAt = 0;
     let lastAt = 0;
-    /** When the FIN came: the sender had stopped sending. */
+    /** When the first FIN came (the sender had stopped sending), and what each stream's FIN says it sent. */
     let finAt = 0;
+    const finSent = new Map<number, number>();
+    /** Datagrams sent over all streams, once every stream's FIN has come. */
+    let expected = Infinity;
     let cpu: NodeJS.CpuUsage | undefined;
     let giveUp: NodeJS.Timeout | undefined;
+    let grace: NodeJS.Timeout | undefined;
     let finished = false;
     const sampler = new IntervalSampler(interval, () => sequences.received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
     const finish = () => {
       if (finished) return;
       finished = true;
       clearTimeout(giveUp);
+      clearTimeout(grace);
       const { received, outOfOrder, duplicates } = sequences;
       const result: UdpChildResult = {
         figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : 0, received),
@@ -135,19 +146,25 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       transport.close();
       resolve(result);
     };
-    // From the first datagram to the sender's end (its FIN), so a sender that stalled through
-    // the end shows here too; with every FIN lost, at least the run's length.
+    // From the first datagram to the sender's end (its first FIN), so a sender that stalled
+    // through the end shows here too; with every FIN lost, at least the run's length.
     const receivingSeconds = () => (finAt ? Math.max(finAt, lastAt) - firstAt : Math.max(lastAt - firstAt, duration * 1000)) / 1000;
+    const fin = (stream: number, sent: number, arrival: number) => {
+      if (finAt === 0) {
+        finAt = arrival;
+        grace = setTimeout(finish, FIN_GRACE_MS);
+      }
+      finSent.set(stream, sent);
+      if (finSent.size === input.params.streams) expected = [...finSent.values()].reduce((a, n) => a + n, 0);
+      if (sequences.received >= expected) finish();
+    };
     /** Counts one datagram (`length` bytes at `at` in `data`), read at `arrival` (performance.now()). */
     const take = (data: Buffer, at: number, length: number, arrival: number) => {
       if (finished || length < HEADER_BYTES || data.readUInt32BE(at) !== MAGIC || data.readUInt32BE(at + 4) !== input.token) return;
       const stream = data.readUInt16BE(at + 8);
       const seq = data.readDoubleBE(at + 12);
       if (!sequences.valid(stream, seq)) return;
-      if (data.readUInt16BE(at + 10) === FIN) {
-        finAt = arrival;
-        return finish();
-      }
+      if (data.readUInt16BE(at + 10) === FIN) return fin(stream, seq, arrival);
       if (firstAt === 0) {
         firstAt = arrival;
         cpu = process.cpuUsage();
@@ -162,6 +179,8 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
       lastTransit = transit;
       delay.add(transit);
+      // The last one missing behind the FINs came: nothing more can.
+      if (sequences.received >= expected) finish();
     };
     const transport = receiveBatched(input, take) ?? receiveDgram(input, take, reject);
     transport.ready((port) => send({ type: 'ready', port }));
@@ -211,8 +230,8 @@ function receiveDgram(input: UdpChildInput, take: Take, reject: (error: Error) =
 interface Sending {
   /** Sends datagrams `from` to `from + count - 1` of `stream` now; how many the kernel took (fewer: its queue is full). */
   burst(stream: number, from: number, count: number): number;
-  /** Sends one FIN on `stream`. */
-  fin(stream: number): Promise<void>;
+  /** Sends one FIN on `stream`, carrying how many datagrams it sent. */
+  fin(stream: number, sent: number): Promise<void>;
   /** Runs the burst's code once without sending, so the first real bursts are not slow (cold code). */
   warm(): void;
   /** Waits for sends still in flight; the error that ends the run (the peer's port is closed), if any. */
@@ -276,8 +295,8 @@ function sendBatched(input: UdpChildInput): Sending | null {
       for (let i = 0; i < count; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, stream, DATA, from + i);
       return call(stream, count);
     },
-    async fin(stream) {
-      writeHeader(batch.data, 0, input.token, stream, FIN, 0);
+    async fin(stream, sent) {
+      writeHeader(batch.data, 0, input.token, stream, FIN, sent);
       call(stream, 1);
     },
     warm() {
@@ -350,7 +369,7 @@ async function sendDgram(input: UdpChildInput): Promise<Sending> {
       }
       return i;
     },
-    fin: (stream) => new Promise<void>((resolve) => sockets[stream]!.send(datagram(stream, FIN, 0), () => resolve())),
+    fin: (stream, sent) => new Promise<void>((resolve) => sockets[stream]!.send(datagram(stream, FIN, sent), () => resolve())),
     warm() {
       for (let i = 0; i < TURN_MAX; i++) datagram(0, DATA, i);
     },
@@ -472,10 +491,10 @@ async function sendData(input: UdpChildInput): Promise<UdpChildResult> {
   // sent or the run over; a stall through the end counts up to when the sender ran again.
   const realSeconds = (stoppedAt - t0) / 1000;
   const cpuUsed = cpuSeconds(cpu);
-  // Several FINs on every stream: any one ends the receiver; losing all of them only delays it.
-  for (let i = 0; i < 5; i++) {
-    for (let stream = 0; stream < streams; stream++) await sending.fin(stream);
-    await new Promise((r) => setTimeout(r, 10));
+  // Several FINs on every stream: any one ends the receiver's wait for it; losing all of them only delays it.
+  for (let i = 0; i < FIN_COUNT; i++) {
+    for (let stream = 0; stream < streams; stream++) await sending.fin(stream, schedule.sentBy(stream));
+    await new Promise((r) => setTimeout(r, FIN_GAP_MS));
   }
   const socketBuffers = sending.buffers();
   sending.close();
