@@ -73,6 +73,12 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(pushedBack.verdict, 'link', 'a shaper that held the sender back (its socket blocked) explains the shortfall, busy core or not');
   const notBusy = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(clean, 1), receiver: end(clean) })!;
   assert.notEqual(notBusy.verdict, 'sender CPU', 'a short rate with an idle sender is not its CPU');
+  // Issue 26's stopped sender (SIGSTOP through the run's end): it offered 270 of 2,000 pps and
+  // used no CPU. Not its CPU, and not "nothing limited the run" either.
+  const stopped = judgeBottleneck({ udp: udp(539, 539, { targetPacketsPerSecond: 2_000, achievedPacketsPerSecond: 539 / 2 }), bitsPerSecond: 1, retransmits: null, sender: end(host({ core: 0.1, wait: 0 }), 0.01), receiver: end(clean) })!;
+  assert.deepEqual([stopped.verdict, stopped.confident], ['none', false]);
+  assert.equal(stopped.reason, 'none: the sender offered 270 of 2,000 pps with no busy CPU or shaper to explain it; 0 of 539 datagrams lost');
+  assert.equal(stopped.evidence.achievedPacketsPerSecond, 269.5);
   // Seen in CI: half a core used and half the run waited for one is a CPU-bound engine sharing its core.
   const shared = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(host({ core: 1, wait: 0.496 }), 0.52 * 5), receiver: end(clean) })!;
   assert.equal(shared.verdict, 'sender CPU', shared.reason);

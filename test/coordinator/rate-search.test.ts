@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { strategyFor } from '@niclab/shared/domain/campaign';
 import type { JobSpec, Run } from '@niclab/shared/domain/contract';
 import type { PlannedRun } from '@niclab/shared/domain/plan';
-import { searchResults, searchErrors } from '@niclab/shared/domain/rate-search';
+import { judgeTrial, searchResults, searchErrors } from '@niclab/shared/domain/rate-search';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 
 /**
@@ -110,6 +110,21 @@ test('max passing ends at max; min failing finds nothing; a sender that falls sh
   assert.equal(limited.limitedBy, 'sender');
   // A trial passes while its sender reaches 99% of the offered rate: at most 30,000 / 0.99.
   assert.ok(limited.found!.packetsPerSecond <= 30_303 && limited.found!.packetsPerSecond >= 29_700, JSON.stringify(limited.bracket));
+});
+
+test('the sender check reads what the sender offered over the whole run: a stall fails the trial, whichever engine said it', () => {
+  const job = spec({}, { duration: 4 });
+  const trial = (...udps: object[]) => judgeTrial(job, { index: 0, point: { rate: { packetsPerSecond: 4000 } }, status: 'succeeded', flows: udps.map((udp) => ({ udp: { lost: 0, lossRatio: 0, ...udp } })) } as unknown as Run);
+  // Issue 26: stopped for 3 of 4 s, the builtin sent 5,277 and said 4,002 pps (sent over its time
+  // to the last burst); it now says sent / duration. iperf3's sender says nothing: sent / duration too.
+  for (const stalled of [{ sent: 5277, achievedPacketsPerSecond: 5277 / 4 }, { sent: 5277 }]) {
+    const t = trial(stalled);
+    assert.deepEqual([t.passed, t.failedBy, t.flows[0]!.achievedPacketsPerSecond], [false, 'sender', 5277 / 4]);
+  }
+  // All 16,000 sent is exactly the offered rate; 99% of it still tests the rate; a bidir trial with one direction short does not.
+  assert.equal(trial({ sent: 16_000, achievedPacketsPerSecond: 4000 }).passed, true);
+  assert.equal(trial({ sent: 15_840 }).passed, true);
+  assert.equal(trial({ sent: 16_000 }, { sent: 15_000 }).failedBy, 'sender');
 });
 
 test('PDR at 1% is at least the NDR on a path whose loss grows past its capacity', () => {

@@ -88,10 +88,9 @@ test('builtin UDP at 10,000 pps x 1200 B on loopback: its sender uses at most tw
   const ratio = median(runs.map((r) => r.builtin.senderCpuSeconds / Math.max(0.02, r.iperf3.senderCpuSeconds)));
   assert.ok(ratio <= 2, `builtin sender CPU / bare iperf3 -u's: median ${ratio.toFixed(2)}\n${figures}`);
   // On time: a sender that was off the CPU passes over what it missed rather than burst, so a
-  // loaded host sends fewer; it sends as many as bare iperf3 -u beside it (1%), and says so.
+  // loaded host sends fewer; it sends as many as bare iperf3 -u beside it (1%).
   const sent = median(runs.map((r) => r.builtin.sent));
   assert.ok(sent >= median(runs.map((r) => r.iperf3.sent)) * 0.99, `datagrams sent (median): builtin ${sent}\n${figures}`);
-  for (const { builtin: b } of runs) assert.ok(Math.abs(b.achievedPacketsPerSecond / (b.sent / 2) - 1) <= 0.01, `achieved ${b.achievedPacketsPerSecond} pps, sent ${b.sent} in 2 s`);
   // The engine's own CPU figure (process.cpuUsage) against the kernel's /proc/PID/stat read by the
   // test: within 10 ms ticks and the turns after the last datagram (its FINs).
   for (const { builtin: b } of runs) assert.ok(Math.abs(b.senderSelfCpuSeconds - b.senderCpuSeconds) <= 0.05 + 0.15 * b.senderCpuSeconds, `the sender says it used ${b.senderSelfCpuSeconds.toFixed(3)} s of CPU; /proc says ${b.senderCpuSeconds.toFixed(3)} s`);
@@ -125,6 +124,97 @@ test('builtin UDP: datagrams of another leg (right magic, real sequence numbers,
   // On loopback at 1000 pps nothing of this leg is lost (the rate test asks 99% of 10,000).
   assert.ok(received >= 990 && received <= sent, `received ${received} of ${sent}: the other leg's FIN ended the leg, or its datagrams were counted`);
   assert.equal(receiver.udp!.duplicates, 0, 'the other leg\'s sequence numbers were taken for this leg\'s');
+});
+
+/** A datagram of the builtin's format (udp-format.ts), written here byte by byte: stream and kind are u16s at 8 and 10. */
+function datagram(token: number, d: { stream?: number; kind?: number; seq: number }, size = 100): Buffer {
+  const packet = Buffer.alloc(size);
+  packet.writeUInt32BE(MAGIC, 0);
+  packet.writeUInt32BE(token, 4);
+  packet.writeUInt16BE(d.stream ?? 0, 8);
+  packet.writeUInt16BE(d.kind ?? DATA, 10);
+  packet.writeDoubleBE(d.seq, 12);
+  packet.writeDoubleBE(Date.now() * 1000, 20);
+  return packet;
+}
+
+/**
+ * The builtin receiver against a sender played by this test: a real UDP socket sends `script`
+ * in order, then the receiver's outcome comes with the ms from the first FIN sent to its end.
+ */
+async function scripted(params: EngineParams, runId: string, script: { stream?: number; kind?: number; seq: number }[]) {
+  const token = createHash('sha256').update(`${runId}/0`).digest().readUInt32BE(0);
+  let ready!: (port: number) => void;
+  const port = new Promise<number>((resolve) => (ready = resolve));
+  const receiving = engine.run({ jobId: 'udp-test', runId, leg: 0, role: 'receiver', engine: 'builtin', params, interface: 'lo', deadline: Date.now() + (params.duration + 10) * 1000 }, { signal: new AbortController().signal, address: '127.0.0.1', ready });
+  const to = await port;
+  const socket = createSocket('udp4');
+  let finSentAt = 0;
+  try {
+    for (const d of script) {
+      if (d.kind === FIN && !finSentAt) finSentAt = Date.now();
+      await new Promise<void>((resolve, reject) => socket.send(datagram(token, d), to, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
+    }
+  } finally {
+    socket.close();
+  }
+  const outcome = await receiving;
+  return { outcome, afterFinMs: Date.now() - finSentAt };
+}
+
+const seqs = (from: number, to: number, stream = 0) => Array.from({ length: to - from }, (_, i) => ({ stream, seq: from + i }));
+
+test('builtin UDP receiver: datagrams reordered behind the FIN are counted; the wait after it is bounded', async (ctx) => {
+  // 100 sent; 95..99 overtaken by the FIN, as on a path that reorders. duration 5: the
+  // receiver's own give-up would come 7 s after the first datagram.
+  const late = await scripted(udp(1000, { duration: 5 }), 'udp-fin-late', [...seqs(0, 95), { kind: FIN, seq: 100 }, ...seqs(95, 100)]);
+  assert.equal(late.outcome.error, null, JSON.stringify(late.outcome.error));
+  assert.deepEqual([late.outcome.udp!.received, late.outcome.udp!.outOfOrder, late.outcome.udp!.duplicates], [100, 0, 0], 'the five behind the FIN counted, in order');
+  // Five never come: the receiver waits its grace (50 ms) after the FIN, not until its give-up
+  // 7 s after the first datagram (2 s: a loaded machine's slack for the result's way back).
+  const lost = await scripted(udp(1000, { duration: 5 }), 'udp-fin-lost', [...seqs(0, 95), { kind: FIN, seq: 100 }]);
+  ctx.diagnostic(`ended ${late.afterFinMs} ms after the FIN with all 100, ${lost.afterFinMs} ms with 95`);
+  assert.equal(lost.outcome.udp!.received, 95);
+  assert.ok(late.afterFinMs < 2000 && lost.afterFinMs < 2000, `ended ${late.afterFinMs} and ${lost.afterFinMs} ms after the FIN`);
+});
+
+test('builtin UDP receiver: each stream numbers its own datagrams; duplicates and reordering count within a stream', async () => {
+  const { outcome } = await scripted(udp(1000, { duration: 5, streams: 2 }), 'udp-streams-rx', [
+    ...seqs(0, 50, 0), ...seqs(0, 10, 1), { stream: 1, seq: 11 }, { stream: 1, seq: 10 }, { stream: 1, seq: 3 }, ...seqs(12, 50, 1),
+    // A stream the leg does not have: not of this leg.
+    { stream: 2, seq: 0 },
+    { stream: 0, kind: FIN, seq: 50 }, { stream: 1, kind: FIN, seq: 50 },
+  ]);
+  assert.equal(outcome.error, null, JSON.stringify(outcome.error));
+  const { received, duplicates, outOfOrder } = outcome.udp!;
+  assert.deepEqual({ received, duplicates, outOfOrder }, { received: 100, duplicates: 1, outOfOrder: 1 }, 'stream 1\'s numbers are not stream 0\'s duplicates');
+});
+
+test('builtin UDP sender with streams: 4: four sockets (source ports), each at a quarter of the flow\'s rate, numbered from 0', async () => {
+  // This test's own socket is the receiver: it counts what each source port carried.
+  const sink = createSocket('udp4');
+  await new Promise<void>((resolve) => sink.bind(0, '127.0.0.1', resolve));
+  const byPort = new Map<number, { streams: Set<number>; seqs: number[]; fins: number[] }>();
+  sink.on('message', (message, from) => {
+    const port = byPort.get(from.port) ?? { streams: new Set(), seqs: [], fins: [] };
+    byPort.set(from.port, port);
+    port.streams.add(message.readUInt16BE(8));
+    (message.readUInt16BE(10) === FIN ? port.fins : port.seqs).push(message.readDoubleBE(12));
+  });
+  const params = udp(1000, { duration: 1, streams: 4, udp: { packetSize: 200, rate: { packetsPerSecond: 1000 } } });
+  const sender = await engine.run({ jobId: 'udp-test', runId: 'udp-streams-tx', leg: 0, role: 'sender', engine: 'builtin', params, interface: 'lo', deadline: Date.now() + 10_000, peer: { address: '127.0.0.1', port: sink.address().port }, startAt: Date.now() + 100 }, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined });
+  await new Promise((r) => setTimeout(r, 50)); // the last FINs' way through loopback
+  sink.close();
+  assert.equal(sender.error, null, JSON.stringify(sender.error));
+  assert.equal(sender.udp!.sent, 1000, 'the flow\'s rate in all, not per stream');
+  assert.equal(sender.udp!.achievedPacketsPerSecond, 1000);
+  const ports = [...byPort.values()];
+  assert.equal(ports.length, 4, `source ports: ${[...byPort.keys()].join(', ')}`);
+  assert.deepEqual(ports.map((p) => [...p.streams]).flat().sort(), [0, 1, 2, 3], 'one stream per port');
+  for (const p of ports) {
+    assert.deepEqual(p.seqs, Array.from({ length: 250 }, (_, i) => i), 'each stream numbers its 250 from 0, in order');
+    assert.ok(p.fins.length > 0 && p.fins.every((n) => n === 250), `its FINs say 250: ${p.fins.join(', ')}`);
+  }
 });
 
 test('builtin UDP: socketBuffer takes effect; the effective sizes are reported and grow with the request', async () => {

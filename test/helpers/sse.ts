@@ -9,9 +9,10 @@ export interface JobStreamEvent {
 /**
  * Follows GET /v1/jobs/{id}/events until the API ends the stream (after the final status) and
  * returns every event. Resolves once the stream is open, with the events still to come: the API
- * subscribes before it reads the job, so every status from then on is in the stream.
+ * subscribes before it reads the job, so every status from then on is in the stream. `onEvent`
+ * hears each as it comes.
  */
-export async function followJob(client: ApiClient, id: string): Promise<{ events: Promise<JobStreamEvent[]> }> {
+export async function followJob(client: ApiClient, id: string, onEvent?: (event: JobStreamEvent) => void): Promise<{ events: Promise<JobStreamEvent[]> }> {
   const res = await fetch(`${client.base}/v1/jobs/${id}/events`, { headers: client.token ? { authorization: `Bearer ${client.token}` } : {} });
   assert.equal(res.status, 200, `GET /v1/jobs/${id}/events`);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -26,7 +27,9 @@ export async function followJob(client: ApiClient, id: string): Promise<{ events
         buffer = buffer.slice(end + 2);
         const event = /^event: (.*)$/m.exec(block)?.[1];
         const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) events.push({ event, data: JSON.parse(data) });
+        if (!event || !data) continue;
+        events.push({ event, data: JSON.parse(data) });
+        onEvent?.(events.at(-1)!);
       }
     }
     return events;

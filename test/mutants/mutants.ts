@@ -19,6 +19,8 @@ export interface Mutant {
 const UDP_CHILD = 'services/agent/src/engines/builtin/udp-child.ts';
 const FLOW_RESULT = 'services/coordinator/src/flow-result.ts';
 const SEARCH = 'services/shared/src/domain/rate-search.ts';
+const IPERF3 = 'services/agent/src/engines/iperf3/index.ts';
+const ATTRIBUTION = 'services/shared/src/domain/attribution.ts';
 
 export const MUTANTS: Mutant[] = [
   {
@@ -335,5 +337,76 @@ export const MUTANTS: Mutant[] = [
     to: 'const byRatio = (axis: DimensionAxis): DimensionAxis => ({ ...axis, log: false });',
     tests: ['test/api/plots.test.ts'],
     pattern: 'log axis',
+  },
+  {
+    id: 'udp-streams-one-sequence',
+    what: "the builtin UDP receiver takes every stream's datagrams for one sequence: stream 1's count as duplicates of stream 0's",
+    file: UDP_CHILD,
+    from: 'if (!sequences.take(stream, seq)) return;',
+    to: 'if (!sequences.take(0, seq)) return;',
+    tests: ['test/engines/builtin-udp.test.ts'],
+    pattern: 'each stream numbers its own',
+  },
+  {
+    id: 'udp-streams-one-socket',
+    what: 'the builtin UDP sender sends a flow with streams 4 from one socket',
+    file: UDP_CHILD,
+    from: 'const { duration, streams } = input.params;',
+    to: 'const { duration } = input.params;\n  const streams = 1;',
+    tests: ['test/engines/builtin-udp.test.ts'],
+    pattern: 'sender with streams',
+  },
+  {
+    id: 'iperf3-udp-rate-per-stream',
+    what: "iperf3 gets the flow's whole rate as -b, which it applies to each stream: streams 4 offers 4 times the load",
+    file: IPERF3,
+    from: 'String(Math.round(udpBitsPerSecond(params.udp) / params.streams))',
+    to: 'String(udpBitsPerSecond(params.udp))',
+    tests: ['test/e2e/udp-sender.test.ts'],
+    pattern: 'streams: 4',
+  },
+  {
+    id: 'udp-achieved-own-seconds',
+    what: "a builtin UDP sender's achieved rate is sent over its own seconds, not the run's length (the old figure's shape: the issue's stalled sender said 4,002 of 4,000 pps)",
+    file: UDP_CHILD,
+    from: 'achievedPacketsPerSecond: sent / duration }',
+    to: 'achievedPacketsPerSecond: realSeconds > 0 ? sent / realSeconds : 0 }',
+    tests: ['test/e2e/udp-sender.test.ts'],
+    pattern: 'SIGSTOP',
+  },
+  {
+    id: 'udp-receiver-seconds-last-datagram',
+    what: "a builtin UDP receiver's seconds end at its last datagram: a sender that stalled through the end still shows the full rate as bitsPerSecond",
+    file: UDP_CHILD,
+    from: '(finAt ? Math.max(finAt, lastAt) - firstAt : Math.max(lastAt - firstAt, duration * 1000)) / 1000',
+    to: '(lastAt - firstAt) / 1000',
+    tests: ['test/e2e/udp-sender.test.ts'],
+    pattern: 'SIGSTOP',
+  },
+  {
+    id: 'udp-fin-ends-at-once',
+    what: 'the builtin UDP receiver stops at the first FIN: datagrams a path reordered behind it count as lost',
+    file: UDP_CHILD,
+    from: 'grace = setTimeout(finish, FIN_GRACE_MS);',
+    to: 'return finish();',
+    tests: ['test/engines/builtin-udp.test.ts'],
+    pattern: 'behind the FIN',
+  },
+  {
+    id: 'udp-fin-grace-unbounded',
+    what: 'after the FIN the builtin UDP receiver waits for the missing datagrams until its give-up, seconds after the run',
+    file: UDP_CHILD,
+    from: 'grace = setTimeout(finish, FIN_GRACE_MS);',
+    to: 'grace = undefined;',
+    tests: ['test/engines/builtin-udp.test.ts'],
+    pattern: 'behind the FIN',
+  },
+  {
+    id: 'attribution-short-sender-none',
+    what: 'a UDP sender that offered a seventh of its rate with no busy CPU gets "none: no counter, CPU or link limited the run", confident',
+    file: ATTRIBUTION,
+    from: 'if (udp && senderShort(udp)) {',
+    to: 'if (udp && senderShort(udp) && udp.sent < 0) {',
+    tests: ['test/coordinator/attribution.test.ts'],
   },
 ];

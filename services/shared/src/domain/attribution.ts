@@ -113,6 +113,9 @@ function cpu(end: EndView): { engine: number | null; core: number | null; coreId
  * waited is a CPU-bound engine sharing its core.
  */
 const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY;
+/** A UDP sender that offered less than RATE_SHORTFALL of its rate over the run. */
+const senderShort = (udp: UdpFigures): udp is UdpFigures & { targetPacketsPerSecond: number; achievedPacketsPerSecond: number } =>
+  !!udp.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond;
 const cpuText = (c: ReturnType<typeof cpu>) =>
   [
     c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null,
@@ -155,7 +158,7 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   // A shaper at the sender that held packets back pushes back on a UDP socket (its send buffer
   // fills): the shortfall is the link's unless the engine itself used a whole core.
   const heldByShaper = !!s && (shaper(s)?.overlimits ?? 0) > 0 && (sc.engine ?? 0) < CPU_BUSY;
-  if (udp?.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond && busy(sc) && !heldByShaper) {
+  if (udp && senderShort(udp) && busy(sc) && !heldByShaper) {
     return verdict('sender CPU', `achieved ${n(udp.achievedPacketsPerSecond)} of ${n(udp.targetPacketsPerSecond)} pps offered; ${cpuText(sc)}`, {
       ...cpuEvidence, targetPacketsPerSecond: udp.targetPacketsPerSecond, achievedPacketsPerSecond: udp.achievedPacketsPerSecond,
     });
@@ -208,6 +211,10 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
     return verdict('link', `${n(leg.bitsPerSecond / 1e6)} of ${n(speed / 1e6)} Mbit/s link speed`, { ...cpuEvidence, bitsPerSecond: leg.bitsPerSecond, linkBitsPerSecond: speed });
   }
   const what = udp ? `0 of ${n(udp.sent)} datagrams lost` : retransmitsText(leg.retransmits);
+  // Short of its rate with no busy CPU and no shaper: the sender was held off (stopped, or blocked), which no counter here names.
+  if (udp && senderShort(udp)) {
+    return { ...verdict('none', `the sender offered ${n(udp.achievedPacketsPerSecond)} of ${n(udp.targetPacketsPerSecond)} pps with no busy CPU or shaper to explain it; ${what}`, { ...cpuEvidence, sent: udp.sent, targetPacketsPerSecond: udp.targetPacketsPerSecond, achievedPacketsPerSecond: udp.achievedPacketsPerSecond }), confident: false };
+  }
   return verdict('none', `${what}; no counter, CPU or link limited the run`, { ...cpuEvidence, ...(udp ? { sent: udp.sent } : {}) });
 }
 

@@ -9,8 +9,8 @@ import { kindOf, type TestName } from './test-kinds/index.js';
 /** A host ability an engine may lack (reported in its probe as `unsupported`, with the reason). */
 export type HostFeature = 'tcpSocketBuffer';
 
-/** The builtin engine's UDP datagram header: magic, leg token, kind, sequence number, send time. */
-export const BUILTIN_UDP_HEADER_BYTES = 4 + 4 + 4 + 8 + 8;
+/** The builtin engine's UDP datagram header: magic, leg token, stream and kind, sequence number, send time. */
+export const BUILTIN_UDP_HEADER_BYTES = 4 + 4 + 2 + 2 + 8 + 8;
 
 export interface EngineRules {
   /** The test kinds it implements, each over the protocols it can carry it on. */

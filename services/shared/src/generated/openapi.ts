@@ -465,7 +465,7 @@ export interface components {
             kind: "stream" | "rr" | "probe";
             probe?: components["schemas"]["ProbeParams"];
             engine?: components["schemas"]["Engine"];
-            /** @description Parallel connections of this flow. */
+            /** @description Parallel connections of this flow; for UDP, sockets sharing the flow's `udp.rate` (see JobSpec.streams). */
             streams?: number;
             noDelay?: boolean;
             bufferLength?: number;
@@ -584,7 +584,10 @@ export interface components {
             /** @description SO_SNDBUF/SO_RCVBUF bytes (nttcp -w, iperf -w). Unset, each end keeps the kernel default, except the builtin engine's UDP receiver, which asks for 4 MiB of receive buffer (capped at net.core.rmem_max; diagnostics.*.socketBuffers says what the kernel gave). */
             socketBuffer?: number;
             /**
-             * @description Parallel connections per flow (iperf -P).
+             * @description Parallel connections per flow (iperf -P). For UDP, the flow's datagrams go out from
+             *     this many sockets (each its own source port, each numbering its datagrams from 0),
+             *     and `udp.rate` is the flow's total whatever `streams` is: each stream sends
+             *     rate / streams (iperf3 gets `-b` of rate / streams, since its `-b` is per stream).
              * @default 1
              */
             streams: number;
@@ -791,6 +794,7 @@ export interface components {
                     lost: number;
                     sent: number;
                     lossRatio: number;
+                    /** @description The flow's udp.achievedPacketsPerSecond (sent / duration where the engine gives none); below 99% of the offered rate the trial failed by `sender`. */
                     achievedPacketsPerSecond: number;
                     /**
                      * @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck).
@@ -1232,7 +1236,13 @@ export interface components {
         /** @description One end's figures, as nttcp reports them for local and remote. */
         EndFigures: {
             bytes: number;
-            /** @description Wall-clock seconds from the first to the last byte at this end. */
+            /**
+             * @description Wall-clock seconds from the first to the last byte at this end (nttcp's real time:
+             *     the time this end took). A builtin UDP sender's run from its first datagram until it
+             *     stopped sending (all sent, or the run's duration over), so a stall through the end
+             *     counts until the sender ran again; its receiver's from the first datagram to the
+             *     sender's FIN (with every FIN lost, at least the run's duration).
+             */
             realSeconds: number;
             /** @description User + system CPU seconds of this end's engine process. */
             cpuSeconds: number;
@@ -1323,9 +1333,9 @@ export interface components {
             jitterSeconds: number;
             /** @description lost / sent; lost is sent - received, so sent = received + lost exactly. */
             lossRatio: number;
-            /** @description The rate the sender was asked for (builtin engine). */
+            /** @description The rate the flow's sender was asked for, over all its streams. */
             targetPacketsPerSecond?: number;
-            /** @description The rate the sender reached; below the target when the host could not keep up. */
+            /** @description What the sender offered over the run: datagrams sent / duration. Below the target when the host could not keep up or the sender stalled, at any time in the run. */
             achievedPacketsPerSecond?: number;
             /**
              * @description Arrival time minus the send time each datagram carries (builtin engine). Present only

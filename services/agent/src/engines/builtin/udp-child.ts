@@ -12,8 +12,9 @@ import type { EndUdp, EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
-import { DATA, FIN, HEADER_BYTES, MAGIC } from './udp-format.js';
+import { DATA, FIN, FIN_COUNT, FIN_GAP_MS, HEADER_BYTES, MAGIC } from './udp-format.js';
 import { BatchSocket } from './udp-batch.js';
+import { StreamSequences } from './udp-sequences.js';
 
 export interface UdpChildInput {
   role: 'sender' | 'receiver';
@@ -103,31 +104,41 @@ class DelayHistogram {
 
 /** Datagrams a receiver reads per recvmmsg. */
 const RECEIVE_BATCH = 64;
+/**
+ * After the first FIN a receiver still counts datagrams this long, unless all that were sent
+ * have come: a path that reorders (ECMP, LAG, jitter) can deliver some behind it. As long as
+ * the sender's own FIN train, so the run ends no later than its sender does.
+ */
+const FIN_GRACE_MS = FIN_COUNT * FIN_GAP_MS;
 
 function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
   const { duration, interval } = input.params;
   return new Promise((resolve, reject) => {
-    let seen = new Uint8Array(1 << 16);
-    let received = 0;
-    let duplicates = 0;
-    let outOfOrder = 0;
-    let highest = -1;
+    const sequences = new StreamSequences(input.params.streams);
     let jitter = 0;
     let lastTransit: number | null = null;
     const delay = new DelayHistogram();
     let firstAt = 0;
     let lastAt = 0;
+    /** When the first FIN came (the sender had stopped sending), and what each stream's FIN says it sent. */
+    let finAt = 0;
+    const finSent = new Map<number, number>();
+    /** Datagrams sent over all streams, once every stream's FIN has come. */
+    let expected = Infinity;
     let cpu: NodeJS.CpuUsage | undefined;
     let giveUp: NodeJS.Timeout | undefined;
+    let grace: NodeJS.Timeout | undefined;
     let finished = false;
-    const sampler = new IntervalSampler(interval, () => received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
+    const sampler = new IntervalSampler(interval, () => sequences.received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
     const finish = () => {
       if (finished) return;
       finished = true;
       clearTimeout(giveUp);
+      clearTimeout(grace);
+      const { received, outOfOrder, duplicates } = sequences;
       const result: UdpChildResult = {
-        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
+        figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: sampler.finish(lastAt),
         udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6, ...(received > 0 ? { oneWayDelaySeconds: delay.summary() } : {}) },
         socketBuffers: transport.buffers(),
@@ -135,10 +146,25 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       transport.close();
       resolve(result);
     };
+    // From the first datagram to the sender's end (its first FIN), so a sender that stalled
+    // through the end shows here too; with every FIN lost, at least the run's length.
+    const receivingSeconds = () => (finAt ? Math.max(finAt, lastAt) - firstAt : Math.max(lastAt - firstAt, duration * 1000)) / 1000;
+    const fin = (stream: number, sent: number, arrival: number) => {
+      if (finAt === 0) {
+        finAt = arrival;
+        grace = setTimeout(finish, FIN_GRACE_MS);
+      }
+      finSent.set(stream, sent);
+      if (finSent.size === input.params.streams) expected = [...finSent.values()].reduce((a, n) => a + n, 0);
+      if (sequences.received >= expected) finish();
+    };
     /** Counts one datagram (`length` bytes at `at` in `data`), read at `arrival` (performance.now()). */
     const take = (data: Buffer, at: number, length: number, arrival: number) => {
       if (finished || length < HEADER_BYTES || data.readUInt32BE(at) !== MAGIC || data.readUInt32BE(at + 4) !== input.token) return;
-      if (data.readUInt32BE(at + 8) === FIN) return finish();
+      const stream = data.readUInt16BE(at + 8);
+      const seq = data.readDoubleBE(at + 12);
+      if (!sequences.valid(stream, seq)) return;
+      if (data.readUInt16BE(at + 10) === FIN) return fin(stream, seq, arrival);
       if (firstAt === 0) {
         firstAt = arrival;
         cpu = process.cpuUsage();
@@ -147,27 +173,14 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
         giveUp = setTimeout(finish, (duration + 2) * 1000);
       }
       lastAt = arrival;
-      const seq = data.readDoubleBE(at + 12);
-      if (seq >= seen.length * 8) {
-        const grown = new Uint8Array(Math.max(seen.length * 2, Math.ceil((seq + 1) / 8)));
-        grown.set(seen);
-        seen = grown;
-      }
-      const byte = seq >>> 3;
-      const bit = 1 << (seq & 7);
-      if (seen[byte]! & bit) {
-        duplicates += 1;
-        return;
-      }
-      seen[byte]! |= bit;
-      received += 1;
-      if (seq < highest) outOfOrder += 1;
-      else highest = seq;
+      if (!sequences.take(stream, seq)) return;
       // RFC 3550 interarrival jitter, in µs: J += (|D| - J) / 16.
       const transit = (performance.timeOrigin + arrival) * 1000 - data.readDoubleBE(at + 20);
       if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
       lastTransit = transit;
       delay.add(transit);
+      // The last one missing behind the FINs came: nothing more can.
+      if (sequences.received >= expected) finish();
     };
     const transport = receiveBatched(input, take) ?? receiveDgram(input, take, reject);
     transport.ready((port) => send({ type: 'ready', port }));
@@ -213,12 +226,12 @@ function receiveDgram(input: UdpChildInput, take: Take, reject: (error: Error) =
   };
 }
 
-/** How a sender puts datagrams on the wire. */
+/** How a sender puts datagrams on the wire: one socket per stream, each with its own source port. */
 interface Sending {
-  /** Sends datagrams `from` to `from + count - 1` now; how many the kernel took (fewer: its queue is full). */
-  burst(from: number, count: number): number;
-  /** Sends one FIN. */
-  fin(): Promise<void>;
+  /** Sends datagrams `from` to `from + count - 1` of `stream` now; how many the kernel took (fewer: its queue is full). */
+  burst(stream: number, from: number, count: number): number;
+  /** Sends one FIN on `stream`, carrying how many datagrams it sent. */
+  fin(stream: number, sent: number): Promise<void>;
   /** Runs the burst's code once without sending, so the first real bursts are not slow (cold code). */
   warm(): void;
   /** Waits for sends still in flight; the error that ends the run (the peer's port is closed), if any. */
@@ -227,33 +240,49 @@ interface Sending {
   close(): void;
 }
 
-/** Writes a datagram's header at `at` in `into`. */
-function writeHeader(into: Buffer, at: number, token: number, kind: number, seq: number): void {
+/** Writes a datagram's header at `at` in `into` (the layout is udp-format.ts's). */
+function writeHeader(into: Buffer, at: number, token: number, stream: number, kind: number, seq: number): void {
   into.writeUInt32BE(MAGIC, at);
   into.writeUInt32BE(token, at + 4);
-  into.writeUInt32BE(kind, at + 8);
+  into.writeUInt16BE(stream, at + 8);
+  into.writeUInt16BE(kind, at + 10);
   into.writeDoubleBE(seq, at + 12);
   into.writeDoubleBE(nowMicros(), at + 20);
 }
 
-/** sendmmsg: a burst is one system call, its datagrams written in place in one Buffer. Null where it cannot load. */
-function sendBatched(input: UdpChildInput): Sending | null {
-  const socket = BatchSocket.open(input.address, input.params.socketBuffer ? { receive: input.params.socketBuffer, send: input.params.socketBuffer } : {});
-  if (socket instanceof Error) return null;
+/** Opens and connects one BatchSocket per stream; null where batched sends cannot load. */
+function batchSockets(input: UdpChildInput): BatchSocket[] | null {
+  const asked = input.params.socketBuffer ? { receive: input.params.socketBuffer, send: input.params.socketBuffer } : {};
+  const sockets: BatchSocket[] = [];
   try {
-    socket.connect(input.peer!.address, input.peer!.port);
+    for (let stream = 0; stream < input.params.streams; stream++) {
+      const socket = BatchSocket.open(input.address, asked);
+      if (socket instanceof Error) {
+        if (stream === 0) return null;
+        throw socket;
+      }
+      sockets.push(socket);
+      socket.connect(input.peer!.address, input.peer!.port);
+    }
   } catch (error) {
-    socket.close();
+    for (const socket of sockets) socket.close();
     throw error;
   }
-  const batch = socket.batch(TURN_MAX, Math.max(input.params.udp!.packetSize, HEADER_BYTES));
+  return sockets;
+}
+
+/** sendmmsg: a burst is one system call, its datagrams written in place in one Buffer (shared by the streams). Null where it cannot load. */
+function sendBatched(input: UdpChildInput): Sending | null {
+  const sockets = batchSockets(input);
+  if (!sockets) return null;
+  const batch = sockets[0]!.batch(TURN_MAX, Math.max(input.params.udp!.packetSize, HEADER_BYTES));
   let calls = 0;
   let failedCalls = 0;
   let failure: Error | null = null;
-  const call = (count: number) => {
+  const call = (stream: number, count: number) => {
     calls += 1;
     try {
-      return socket.send(batch, count);
+      return sockets[stream]!.send(batch, count);
     } catch (error) {
       // A connected socket hears of ICMP port unreachable as ECONNREFUSED on its next call.
       failedCalls += 1;
@@ -262,28 +291,27 @@ function sendBatched(input: UdpChildInput): Sending | null {
     }
   };
   return {
-    burst(from, count) {
-      for (let i = 0; i < count; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, DATA, from + i);
-      return call(count);
+    burst(stream, from, count) {
+      for (let i = 0; i < count; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, stream, DATA, from + i);
+      return call(stream, count);
     },
-    async fin() {
-      writeHeader(batch.data, 0, input.token, FIN, 0);
-      call(1);
+    async fin(stream, sent) {
+      writeHeader(batch.data, 0, input.token, stream, FIN, sent);
+      call(stream, 1);
     },
     warm() {
-      for (let i = 0; i < TURN_MAX; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, DATA, i);
-      socket.send(batch, 0);
+      for (let i = 0; i < TURN_MAX; i++) writeHeader(batch.data, i * batch.slotBytes, input.token, 0, DATA, i);
+      sockets[0]!.send(batch, 0);
     },
     // Every other call refused: nobody listens there.
     settle: async () => (failure && failedCalls * 3 >= calls ? failure : null),
-    buffers: () => socket.buffers(),
-    close: () => socket.close(),
+    buffers: () => sockets[0]!.buffers(),
+    close: () => sockets.forEach((socket) => socket.close()),
   };
 }
 
-/** Node's dgram, a call and a callback per datagram: where batched sends cannot load. */
-async function sendDgram(input: UdpChildInput): Promise<Sending> {
-  const { packetSize } = input.params.udp!;
+/** A dgram socket bound to the sender's address and connected to its peer. */
+async function dgramSocket(input: UdpChildInput): Promise<Socket> {
   const socket = open(input.address, input.params, 'sender');
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
@@ -292,17 +320,32 @@ async function sendDgram(input: UdpChildInput): Promise<Sending> {
       resolve();
     }));
   });
+  return socket;
+}
+
+/** Node's dgram, a call and a callback per datagram: where batched sends cannot load. */
+async function sendDgram(input: UdpChildInput): Promise<Sending> {
+  const { packetSize } = input.params.udp!;
+  const sockets: Socket[] = [];
   // A closed peer port comes back as ICMP, surfacing as ECONNREFUSED; sends count those below.
   let asyncError: (Error & { code?: string }) | null = null;
-  socket.on('error', (error) => {
-    asyncError ??= error;
-  });
+  try {
+    for (let stream = 0; stream < input.params.streams; stream++) sockets.push(await dgramSocket(input));
+  } catch (error) {
+    for (const socket of sockets) socket.close();
+    throw error;
+  }
+  for (const socket of sockets) {
+    socket.on('error', (error) => {
+      asyncError ??= error;
+    });
+  }
   // A datagram is its header and one shared, never-written padding: nothing of packetSize is
   // allocated or zeroed per datagram.
   const padding = Buffer.alloc(Math.max(0, packetSize - HEADER_BYTES));
-  const datagram = (kind: number, seq: number) => {
+  const datagram = (stream: number, kind: number, seq: number) => {
     const head = Buffer.allocUnsafe(HEADER_BYTES);
-    writeHeader(head, 0, input.token, kind, seq);
+    writeHeader(head, 0, input.token, stream, kind, seq);
     return padding.length > 0 ? [head, padding] : [head];
   };
   let pending = 0;
@@ -316,18 +359,19 @@ async function sendDgram(input: UdpChildInput): Promise<Sending> {
     }
   };
   return {
-    burst(from, count) {
+    burst(stream, from, count) {
+      const socket = sockets[stream]!;
       let i = 0;
       for (; i < count; i++) {
         if (socket.getSendQueueCount() > MAX_QUEUED) break; // the kernel is behind: wait a turn
         pending += 1;
-        socket.send(datagram(DATA, from + i), done);
+        socket.send(datagram(stream, DATA, from + i), done);
       }
       return i;
     },
-    fin: () => new Promise<void>((resolve) => socket.send(datagram(FIN, 0), () => resolve())),
+    fin: (stream, sent) => new Promise<void>((resolve) => sockets[stream]!.send(datagram(stream, FIN, sent), () => resolve())),
     warm() {
-      for (let i = 0; i < TURN_MAX; i++) datagram(DATA, i);
+      for (let i = 0; i < TURN_MAX; i++) datagram(0, DATA, i);
     },
     async settle(sent) {
       while (pending > 0) await new Promise((r) => setImmediate(r));
@@ -336,17 +380,53 @@ async function sendDgram(input: UdpChildInput): Promise<Sending> {
       if (asyncError && sent === 0) return asyncError;
       return null;
     },
-    buffers: () => buffers(socket),
+    buffers: () => buffers(sockets[0]!),
     close: () => {
       // After the receiver has its FIN it closes; the ICMP our later FINs draw is expected.
       if (asyncError && asyncError.code !== 'ECONNREFUSED') throw asyncError;
-      socket.close();
+      for (const socket of sockets) socket.close();
     },
   };
 }
 
+/**
+ * The flow's schedule split over its streams: datagram i of the flow is due at i / pps and
+ * goes on stream i mod streams, so each stream runs at pps / streams and together they offer
+ * the flow's rate, whatever `streams` is.
+ */
+class Schedule {
+  readonly total: number;
+  private readonly sent: number[];
+
+  constructor(private readonly pps: number, private readonly streams: number, duration: number) {
+    this.total = Math.round(pps * duration);
+    this.sent = new Array<number>(streams).fill(0);
+  }
+
+  /** Of the flow's first `count` datagrams, how many are `stream`'s. */
+  share(count: number, stream: number): number {
+    return Math.max(0, Math.ceil((count - stream) / this.streams));
+  }
+
+  sentBy(stream: number): number {
+    return this.sent[stream]!;
+  }
+
+  add(stream: number, count: number): void {
+    this.sent[stream]! += count;
+  }
+
+  /** Milliseconds from the start at which the next datagram of any stream is due. */
+  nextDueMs(): number {
+    let next = Infinity;
+    for (let stream = 0; stream < this.streams; stream++) next = Math.min(next, this.sent[stream]! * this.streams + stream);
+    return (next / this.pps) * 1000;
+  }
+}
+
 async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
   const { packetSize } = input.params.udp!;
+  const { duration, streams } = input.params;
   const pps = udpPacketsPerSecond(input.params.udp!);
   const sending = sendBatched(input) ?? (await sendDgram(input));
   // Cold, the first bursts ran interpreted: at 50k pps on a loaded host the sender fell 200 ms
@@ -357,38 +437,49 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   const cpu = process.cpuUsage();
   const t0 = performance.now();
-  const total = Math.round(pps * input.params.duration);
+  const schedule = new Schedule(pps, streams, duration);
+  const { total } = schedule;
   // Datagrams due before the end still go out if the sender is a moment late (a GC pause);
   // a sender that is persistently behind stops here and its achieved rate says so.
-  const endAt = t0 + input.params.duration * 1000 + END_GRACE_MS;
+  const endAt = t0 + duration * 1000 + END_GRACE_MS;
+  // A turn sends at most TURN_MAX datagrams over all its streams.
+  const perStream = Math.ceil(TURN_MAX / streams);
   let sent = 0;
   let lastTurnAt = t0;
-  let lastSentAt = t0;
-  // iperf3's pacing: a timer wakes the sender every PACING_MS and it sends, in one burst, the
-  // datagrams due by then (half a tick ahead, so a 100 ms window is off by at most half a tick
-  // either way). Between bursts the process sleeps: the CPU stays with the receiver and the
-  // kernel, where spinning until the next datagram (setImmediate) took a whole core.
+  let stoppedAt = t0;
+  // iperf3's pacing: a timer wakes the sender every PACING_MS and it sends, in one burst per
+  // stream, the datagrams due by then (half a tick ahead, so a 100 ms window is off by at most
+  // half a tick either way). Between bursts the process sleeps: the CPU stays with the receiver
+  // and the kernel, where spinning until the next datagram (setImmediate) took a whole core.
   await new Promise<void>((resolve) => {
     const turn = () => {
       const now = performance.now();
       const due = Math.min(total, Math.floor(((now - t0 + PACING_MS / 2) / 1000) * pps) + 1);
       // A sender that was off the CPU catches up at most CATCH_UP times the rate, not in one
       // burst that its receiver's socket (or a shaper) cannot hold.
-      const allowed = Math.ceil((CATCH_UP * pps * Math.max(PACING_MS, now - lastTurnAt)) / 1000);
+      const allowed = Math.ceil((CATCH_UP * (pps / streams) * Math.max(PACING_MS, now - lastTurnAt)) / 1000);
       lastTurnAt = now;
-      // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
-      const count = Math.min(due - sent, allowed, TURN_MAX);
-      const went = count > 0 && now < endAt ? sending.burst(sent, count) : 0;
-      sent += went;
+      let behind = false;
+      for (let stream = 0; stream < streams; stream++) {
+        const owed = schedule.share(due, stream) - schedule.sentBy(stream);
+        // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
+        const count = Math.min(owed, allowed, perStream);
+        const went = count > 0 && now < endAt ? sending.burst(stream, schedule.sentBy(stream), count) : 0;
+        schedule.add(stream, went);
+        sent += went;
+        if (went === perStream && went < owed) behind = true;
+      }
       const after = performance.now();
-      if (went > 0) lastSentAt = after;
       // The run lasts `duration`, as rude's does: a host that falls behind sends fewer, and its
       // achieved rate says so, rather than stretching the run.
-      if (sent >= total || after >= endAt) return resolve();
+      if (sent >= total || after >= endAt) {
+        stoppedAt = after;
+        return resolve();
+      }
       // A full turn that went and more due: at once. Otherwise (behind and catching up, the
       // kernel's queue is full, or nothing is due) sleep until the next is due, at least a tick.
-      if (went === TURN_MAX && sent < due) setImmediate(turn);
-      else setTimeout(turn, Math.max(PACING_MS, t0 + (sent / pps) * 1000 - PACING_MS / 2 - after));
+      if (behind) setImmediate(turn);
+      else setTimeout(turn, Math.max(PACING_MS, t0 + schedule.nextDueMs() - PACING_MS / 2 - after));
     };
     turn();
   });
@@ -397,20 +488,22 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
     sending.close();
     throw failure;
   }
-  // From the first datagram to the last burst: the rate the sender achieved.
-  const realSeconds = (lastSentAt - t0) / 1000;
+  // The time the sender took, as nttcp's: from its first datagram until it stopped sending, all
+  // sent or the run over; a stall through the end counts up to when the sender ran again.
+  const realSeconds = (stoppedAt - t0) / 1000;
   const cpuUsed = cpuSeconds(cpu);
-  // Several FINs: any one of them ends the receiver; losing all of them only delays it.
-  for (let i = 0; i < 5; i++) {
-    await sending.fin();
-    await new Promise((r) => setTimeout(r, 10));
+  // Several FINs on every stream: any one ends the receiver's wait for it; losing all of them only delays it.
+  for (let i = 0; i < FIN_COUNT; i++) {
+    for (let stream = 0; stream < streams; stream++) await sending.fin(stream, schedule.sentBy(stream));
+    await new Promise((r) => setTimeout(r, FIN_GAP_MS));
   }
   const socketBuffers = sending.buffers();
   sending.close();
   return {
     figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
     intervals: [],
-    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: realSeconds > 0 ? sent / realSeconds : 0 },
+    // What it offered over the run's whole length: a sender that stalled, at any time, falls short.
+    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: sent / duration },
     socketBuffers,
   };
 }

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { command } from '@niclab/shared/runtime/command';
 import type { EngineInfo, ErrorInfo } from '@niclab/shared/domain/contract';
-import { udpBitsPerSecond } from '@niclab/shared/domain/udp-rate';
+import { udpBitsPerSecond, udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import type { Task } from '@niclab/shared/domain/task';
 import type { Engine, EngineContext, EngineOutcome } from '../engine.js';
 import { abortError, runProcess, type ProcessOutcome } from '../child.js';
@@ -106,7 +106,8 @@ export const iperf3Engine: Engine = {
       argv = ['iperf3', '-c', task.peer.address, '-p', String(port), '-B', context.address];
       if (probe.bindDev) argv.push('--bind-dev', task.interface);
       argv.push('-t', String(params.duration), '-i', String(params.interval), '-P', String(params.streams), '--json');
-      if (params.udp) argv.push('-u', '-b', String(udpBitsPerSecond(params.udp)), '-l', String(params.udp.packetSize));
+      // iperf3's -b is each stream's: the flow's rate is shared by its streams, as the builtin's is.
+      if (params.udp) argv.push('-u', '-b', String(Math.round(udpBitsPerSecond(params.udp) / params.streams)), '-l', String(params.udp.packetSize));
       else argv.push('-l', String(params.bufferLength));
       if (params.noDelay) argv.push('-N');
       if (params.socketBuffer !== undefined) argv.push('-w', String(params.socketBuffer));
@@ -125,7 +126,9 @@ export const iperf3Engine: Engine = {
     if (!json || json.error || outcome.code !== 0) return { ...base, error: failure(outcome, json) };
     try {
       const end = parseEnd(json, task.role, params.udp?.packetSize);
-      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp: end.udp, socketBuffers: end.socketBuffers };
+      // A UDP sender offered its datagrams over the run's length, as the builtin's says.
+      const udp = end.udp && task.role === 'sender' && params.udp ? { ...end.udp, targetPacketsPerSecond: udpPacketsPerSecond(params.udp), achievedPacketsPerSecond: (end.udp.sent ?? 0) / params.duration } : end.udp;
+      return { ...base, figures: end.figures, intervals: end.intervals, retransmits: end.retransmits, udp, socketBuffers: end.socketBuffers };
     } catch (error) {
       return { ...base, error: { code: 'engine_failed', message: `iperf3 output: ${(error as Error).message}` } };
     }

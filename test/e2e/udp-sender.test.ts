@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import type { ApiClient } from '../helpers/api-client.js';
+import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { childPids, waitFor } from '../helpers/processes.js';
+import { followJob } from '../helpers/sse.js';
+
+/**
+ * A UDP flow's offered load through the API and real agents on loopback: what the sender says it
+ * offered is checked against what its receiver counted, with the sender's process stopped
+ * through the run's end, and with four streams under both engines.
+ */
+let niclab: TestNiclab;
+let client: ApiClient;
+const lo = (agent: string) => ({ agent, interface: 'lo' });
+// Two agents, so the sending agent's engine process is the sender's.
+const flows = [{ from: lo('tx'), to: lo('rx') }];
+
+before(async () => {
+  // A setup allowance that leaves the stopped sender's run well inside its deadline.
+  niclab = await startNiclab(['tx', 'rx'], { NICLAB_SETUP_SECONDS: '10' });
+  client = niclab.client;
+});
+
+after(async () => {
+  await niclab?.stop();
+});
+
+/** The builtin UDP engine process among an agent's children. */
+const udpEngineOf = (agentPid: number) => childPids(agentPid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('udp-child'));
+
+test('a builtin UDP sender stopped (SIGSTOP) from early in the run until after its end: achieved is what its receiver counted over the run', async (ctx) => {
+  const t0 = Date.now();
+  const duration = 2;
+  const pps = 2000;
+  const submitted = await client.submit({ engine: 'builtin', protocol: 'udp', duration, interval: 0.25, udp: { packetSize: 200, rate: { packetsPerSecond: pps } }, flows });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  let onStopped!: (at: { pid: number; seconds: number }) => void;
+  const firstSample = new Promise<{ pid: number; seconds: number }>((resolve) => (onStopped = resolve));
+  let pid: number | undefined;
+  const stream = await followJob(client, submitted.body.id, (e) => {
+    // The receiver's first sample with data in it: the sender has been sending that long.
+    if (pid !== undefined || e.event !== 'interval' || !(e.data.interval.bitsPerSecond > 0)) return;
+    pid = udpEngineOf(niclab.agents[0]!.pid);
+    if (pid === undefined) return;
+    process.kill(pid, 'SIGSTOP');
+    onStopped({ pid, seconds: e.data.interval.end });
+  });
+  const at = await firstSample;
+  try {
+    // Past the sender's end (its first datagram + duration), then let it run again.
+    await new Promise((r) => setTimeout(r, (duration - at.seconds + 0.3) * 1000));
+  } finally {
+    process.kill(at.pid, 'SIGCONT');
+  }
+  const { job } = await client.finish(submitted.body.id);
+  await stream.events;
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
+  const [flow] = job.runs[0].flows;
+  const { udp } = flow;
+  const receivedRate = udp.received / duration;
+  const show = `sent ${udp.sent}, received ${udp.received}, achieved ${udp.achievedPacketsPerSecond} pps, sender ${flow.sender.realSeconds} s, stopped after ${at.seconds} s`;
+  ctx.diagnostic(`${show}; job ${Date.now() - t0} ms, run ${job.runs[0].startedAt} -> ${job.runs[0].finishedAt}; ${flow.bottleneck.reason}`);
+  assert.ok(udp.sent < 0.8 * pps * duration, `the stop did not stall the sender: ${show}`);
+  // The independent count: the receiver's datagrams over the run's length.
+  assert.ok(Math.abs(udp.achievedPacketsPerSecond - receivedRate) <= 0.02 * receivedRate, `achieved against received / duration (${receivedRate} pps): ${show}`);
+  // Its seconds are the time it took, the stop included (it ran again 0.3 s after its end); the receiver's rate does not hide it either.
+  assert.ok(flow.sender.realSeconds >= duration + 0.25, show);
+  assert.ok(flow.bitsPerSecond <= receivedRate * 200 * 8 * 1.02, `bitsPerSecond ${flow.bitsPerSecond}: ${show}`);
+  assert.notEqual(flow.bottleneck.verdict, 'sender CPU', `a stopped sender used no CPU: ${flow.bottleneck.reason}`);
+});
+
+test('UDP with streams: 4 offers the flow\'s rate in all under both engines: the same datagrams sent, and received', async () => {
+  const spec = { protocol: 'udp', duration: 2, interval: 1, streams: 4, udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, flows };
+  const builtin = (await client.succeed({ ...spec, engine: 'builtin' })).runs[0].flows[0];
+  const iperf3 = (await client.succeed({ ...spec, engine: 'iperf3' })).runs[0].flows[0];
+  const show = `builtin sent ${builtin.udp.sent}, received ${builtin.udp.received}; iperf3 sent ${iperf3.udp.sent}, received ${iperf3.udp.received}`;
+  assert.equal(builtin.udp.sent, 2000, show);
+  assert.ok(Math.abs(iperf3.udp.sent - builtin.udp.sent) <= 8, show);
+  for (const f of [builtin, iperf3]) {
+    assert.ok(f.udp.received >= f.udp.sent - 8, `the receiver's count: ${show}`);
+    assert.equal(f.udp.targetPacketsPerSecond, 1000);
+    assert.ok(Math.abs(f.udp.achievedPacketsPerSecond - 1000) <= 10, `achieved ${f.udp.achievedPacketsPerSecond}: ${show}`);
+    assert.equal(f.udp.duplicates, 0);
+  }
+  // iperf3 applies -b to each stream.
+  const command: string[] = iperf3.diagnostics.sender.command;
+  assert.equal(command[command.indexOf('-b') + 1], String(1000 * 1000 * 8 / 4), command.join(' '));
+  assert.equal(command[command.indexOf('-P') + 1], '4');
+});
