@@ -36,18 +36,23 @@ test('a builtin UDP sender stopped (SIGSTOP) from early in the run until after i
   const pps = 2000;
   const submitted = await client.submit({ engine: 'builtin', protocol: 'udp', duration, interval: 0.25, udp: { packetSize: 200, rate: { packetsPerSecond: pps } }, flows });
   assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-  let onStopped!: (at: { pid: number; seconds: number }) => void;
-  const firstSample = new Promise<{ pid: number; seconds: number }>((resolve) => (onStopped = resolve));
+  let stopped!: { resolve(at: { pid: number; seconds: number }): void; reject(error: Error): void };
+  const firstSample = new Promise<{ pid: number; seconds: number }>((resolve, reject) => (stopped = { resolve, reject }));
   let pid: number | undefined;
   const stream = await followJob(client, submitted.body.id, (e) => {
     // The receiver's first sample with data in it: the sender has been sending that long.
     if (pid !== undefined || e.event !== 'interval' || !(e.data.interval.bitsPerSecond > 0)) return;
     pid = udpEngineOf(niclab.agents[0]!.pid);
     if (pid === undefined) return;
-    process.kill(pid, 'SIGSTOP');
-    onStopped({ pid, seconds: e.data.interval.end });
+    try {
+      process.kill(pid, 'SIGSTOP');
+      stopped.resolve({ pid, seconds: e.data.interval.end });
+    } catch (error) {
+      stopped.reject(error as Error);
+    }
   });
-  const at = await firstSample;
+  const ended = stream.events.then(() => Promise.reject(new Error('the job ended before its sender was stopped')));
+  const at = await Promise.race([firstSample, ended]);
   try {
     // Past the sender's end (its first datagram + duration), then let it run again.
     await new Promise((r) => setTimeout(r, (duration - at.seconds + 0.3) * 1000));
