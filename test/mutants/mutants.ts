@@ -274,4 +274,13 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/e2e/campaign.test.ts'],
     pattern: 'swept direction',
   },
+  {
+    id: 'matrix-cell-mixed-legs',
+    what: "a bidir pair's matrix cell shows the reverse leg's 40% loss beside the forward leg's verdict ([link])",
+    file: 'services/shared/src/domain/matrix-report.ts',
+    from: '  return { lossRatio: worst.lossRatio, bottleneck: worst.bottleneck, direction: worst.direction };',
+    to: "  return { lossRatio: worst.lossRatio, bottleneck: directionOf('forward', byDirection.get('forward') ?? []).bottleneck ?? worst.bottleneck, direction: worst.direction };",
+    tests: ['test/coordinator/groups.test.ts'],
+    pattern: 'matrix cell carries',
+  },
 ];

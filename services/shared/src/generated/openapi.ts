@@ -880,9 +880,14 @@ export interface components {
             value: components["schemas"]["NullableRepeatSummary"];
             /** @enum {string} */
             verdict: "measured" | "unverified" | "failed" | "pending";
-            /** @description UDP: the mean over the pair's succeeded runs of its flow's `udp.lossRatio` (0.01 is 1%); null for TCP, rr, or when no run succeeded. */
+            /**
+             * @description The direction `lossRatio` and `bottleneck` both come from. A bidir pair has two: the worse one, by its mean loss, then one that something limited over one that nothing did (`none`), then the slower. Null when neither figure is there.
+             * @enum {string|null}
+             */
+            direction: "forward" | "reverse" | null;
+            /** @description UDP: the mean over the pair's succeeded runs of `udp.lossRatio` in `direction` (0.01 is 1%); null for TCP, rr, or when no run succeeded. */
             lossRatio: number | null;
-            /** @description The pair's bottleneck verdict (FlowResult.bottleneck): the one most of its succeeded runs gave (the latest on a tie), with that run's reason; `runs` is how many gave it. Null when no succeeded run had one (rr, or no host counters). */
+            /** @description The bottleneck verdict (FlowResult.bottleneck) most of the pair's succeeded runs gave in `direction` (the latest on a tie), with that run's reason; `runs` is how many gave it. Null when no succeeded run had one (rr, or no host counters). */
             bottleneck: null | {
                 /** @enum {string} */
                 verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
