@@ -19,6 +19,7 @@ export interface Mutant {
 const UDP_CHILD = 'services/agent/src/engines/builtin/udp-child.ts';
 const FLOW_RESULT = 'services/coordinator/src/flow-result.ts';
 const SEARCH = 'services/shared/src/domain/rate-search.ts';
+const ATTRIBUTION = 'services/shared/src/domain/attribution.ts';
 
 export const MUTANTS: Mutant[] = [
   {
@@ -282,5 +283,59 @@ export const MUTANTS: Mutant[] = [
     to: "  return { lossRatio: worst.lossRatio, bottleneck: directionOf('forward', byDirection.get('forward') ?? []).bottleneck ?? worst.bottleneck, direction: worst.direction };",
     tests: ['test/coordinator/groups.test.ts'],
     pattern: 'matrix cell carries',
+  },
+  {
+    id: 'path-reported-as-none',
+    what: 'a TCP run through a shaper on the switch port, unseen by either end, is reported as limited by nothing (none)',
+    file: ATTRIBUTION,
+    from: '  if (local === 0 && headroom && congestion && isSteady) {',
+    to: '  if (local === -1 && headroom && congestion && isSteady) {',
+    tests: ['test/coordinator/attribution.test.ts', 'test/lab/attribution.test.ts'],
+    pattern: 'path',
+  },
+  {
+    id: 'path-unsteady',
+    what: 'a TCP run whose rate varied (a CPU-starved veth path) is judged path-limited all the same',
+    file: ATTRIBUTION,
+    from: 'const isSteady = steady === null || steady.cv <= STEADY_CV;',
+    to: 'const isSteady = true;',
+    tests: ['test/coordinator/attribution.test.ts'],
+    pattern: 'path, not none',
+  },
+  {
+    id: 'path-cpu-bound',
+    what: 'an unshaped veth run whose engines used 56% and 69% of a core (CPU-bound, steady) is judged path-limited',
+    file: ATTRIBUTION,
+    from: 'const headroom = engines.every((e) => e !== null && e < ENGINE_HEADROOM);',
+    to: 'const headroom = true;',
+    tests: ['test/coordinator/attribution.test.ts'],
+    pattern: 'path, not none',
+  },
+  {
+    id: 'tcp-window-ignored',
+    what: "a TCP sender held back by the receiver's 8 KiB window most of the time is not judged the receiver socket buffer's",
+    file: ATTRIBUTION,
+    from: 'if (shares && shares.receiveWindow >= WINDOW_LIMITED) {',
+    to: 'if (shares && shares.receiveWindow >= Infinity) {',
+    tests: ['test/coordinator/attribution.test.ts'],
+    pattern: 'path, not none',
+  },
+  {
+    id: 'network-counts-frames',
+    what: 'the network place counts frames, not datagrams: 6,544 fragments for 2,492 datagrams of 3,000 B lost',
+    file: ATTRIBUTION,
+    from: '  const network = networkDatagrams(udp, sender, receiver, shape, frames);',
+    to: "  const network = Math.max(0, stat(sender, 'tx_packets') - stat(receiver, 'rx_packets') - receiverNic);",
+    tests: ['test/coordinator/attribution.test.ts', 'test/lab/attribution.test.ts'],
+    pattern: 'network place|larger than the MTU',
+  },
+  {
+    id: 'network-other-traffic',
+    what: "the network place counts other traffic out of the sender's interface as the leg's lost datagrams",
+    file: ATTRIBUTION,
+    from: "const own = shape?.mtu ? Math.min(stat(sender, 'tx_packets'), frames * (udp.sent + shape.extraPackets)) : stat(sender, 'tx_packets');",
+    to: "const own = stat(sender, 'tx_packets');",
+    tests: ['test/coordinator/attribution.test.ts', 'test/lab/attribution.test.ts'],
+    pattern: 'network place|tiny socket buffer',
   },
 ];
