@@ -6,6 +6,8 @@ import { test } from 'node:test';
 import { crc32, gunzipSync } from 'node:zlib';
 import { crc32Combine, renderLinks } from '@niclab/api/exposition';
 import type { LinkLabels, LinkValues } from '@niclab/shared/stores/metric-store';
+import { VERDICTS } from '@niclab/shared/domain/attribution';
+import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { startTestRedis } from '../helpers/redis.js';
 import { startStack, testConfig } from '../helpers/stack.js';
 
@@ -33,7 +35,9 @@ test('a UDP link\'s lost datagrams by place and its bottleneck verdict: bounded 
   assert.ok(text.includes(`niclab_link_udp_lost_datagrams{${set},place="senderSocket"} 400\n`), text);
   assert.ok(text.includes(`niclab_link_udp_lost_datagrams{${set},place="unexplained"} -1\n`));
   assert.equal(text.match(/^niclab_link_udp_lost_datagrams\{/gm)?.length, 7, 'one series per place');
-  assert.equal(text.match(/^niclab_link_bottleneck\{/gm)?.length, 8, 'one series per verdict');
+  const contract = (loadOpenApi().doc as unknown as { components: { schemas: { Verdict: { enum: string[] } } } }).components.schemas.Verdict.enum;
+  assert.deepEqual([...VERDICTS], contract, 'the label set is the contract\'s Verdict enum, in its order');
+  assert.deepEqual(text.match(/(?<=^niclab_link_bottleneck\{[^}]*verdict=")[^"]+/gm), contract, 'one series per verdict');
   assert.ok(text.includes(`niclab_link_bottleneck{${set},verdict="link"} 1\n`));
   assert.ok(text.includes(`niclab_link_bottleneck{${set},verdict="receiver CPU"} 0\n`));
   const older = renderLinks([{ labels: udpLabels, values: { ...values, rttSeconds: null } }]);

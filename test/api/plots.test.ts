@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import type { Comparison } from '@niclab/shared/domain/compare';
 import type { Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { comparisonChart, reportChart, reportChartKind } from '@niclab/shared/domain/plots';
+import { matrixTable } from '@niclab/shared/domain/matrix-report';
 import type { Report } from '@niclab/shared/domain/report';
 import { renderSvg } from '../../services/api/src/render-svg.js';
 import { axisTitles, chartTitle, markItems, markPositions, parseSvg, texts } from '../helpers/svg.js';
@@ -223,4 +224,14 @@ test('a group matrix: a coloured cell per measured pair whose label names its lo
   const failed = markItems(svg, 'failures', 'rect');
   assert.deepEqual(failed.map((f) => [f.source, f.destination, f.verdict, f.error]), [['B:eth1', 'A:eth1', 'failed', 'peer_unavailable: no receiver on A']]);
   assert.deepEqual(texts(svg, 'values').sort(), ['500.0', 'FAILED']);
+});
+
+test('a bidir pair\'s cell: the tooltip names the loss, the verdict and their direction as the text table does', async () => {
+  const job = jobOf('bidir-matrix', { protocol: 'udp', direction: 'bidir', group: { shape: 'mesh', members: { labels: {}, interface: 'eth1' } }, flows: [{ from: A, to: B }] } as Partial<JobSpec>);
+  const cell = { value: summary(95e6, 0, 1), verdict: 'measured', runs: { succeeded: 1, failed: 0 }, error: null, lossRatio: 0.4, direction: 'reverse', bottleneck: { verdict: 'receiver socket buffer', reason: 'r', confident: true, runs: 1 } };
+  const matrix = { point: {}, sources: [A], destinations: [B], cells: [[cell]] } as unknown as NonNullable<Report['matrix']>[number];
+  const svg = await draw(reportChart(job, [], report([], [], { matrix: [matrix] })));
+  const [tip] = markItems(svg, 'cells', 'rect');
+  assert.deepEqual([tip!.loss, tip!.bottleneck, tip!.direction], ['40.00%', 'receiver socket buffer', 'reverse']);
+  assert.ok(matrixTable(job, matrix).includes(`95.00 ${tip!.loss} [${tip!.bottleneck}, ${tip!.direction}]`), matrixTable(job, matrix));
 });

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { flowResult } from '@niclab/coordinator/flow-result';
-import { attributeLoss, judgeBottleneck, PLACES, whereLost, type EndView } from '@niclab/shared/domain/attribution';
-import type { EndFigures, HostCounters, UdpFigures } from '@niclab/shared/domain/contract';
+import { attributeLoss, ENGINE_EXTRA_PACKETS, framesPerDatagram, judgeBottleneck, PLACES, STEADY_CV, steadiness, whereLost, type EndView } from '@niclab/shared/domain/attribution';
+import type { EndFigures, HostCounters, Interval, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 
 /** A host that counted nothing but the given deltas. */
-function host(over: { stats?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; wait?: number; overlapped?: boolean } = {}): HostCounters {
+function host(over: { stats?: Record<string, number>; ip?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; wait?: number; overlapped?: boolean } = {}): HostCounters {
   return {
     interfaceStatistics: { rx_packets: 0, tx_packets: 0, rx_dropped: 0, tx_dropped: 0, ...over.stats },
     ethtool: null,
@@ -14,6 +14,7 @@ function host(over: { stats?: Record<string, number>; udp?: Record<string, numbe
     qdiscs: over.qdisc ? [{ kind: over.qdisc.kind, handle: '8001:', root: true, packets: 0, bytes: 0, dropped: over.qdisc.dropped ?? 0, overlimits: over.qdisc.overlimits ?? 0, requeues: 0, backlog: 0, qlen: 0 }] : [{ kind: 'noqueue', handle: '0:', root: true, packets: 0, bytes: 0, dropped: 0, overlimits: 0, requeues: 0, backlog: 0, qlen: 0 }],
     softnet: { dropped: over.softnetDropped ?? 0, timeSqueeze: 0, perCpu: [] },
     udp: { RcvbufErrors: 0, SndbufErrors: 0, ...over.udp },
+    ...(over.ip ? { ip: over.ip } : {}),
     tcpExt: over.tcpExt ?? {},
     cpu: { samples: 5, perCpu: [], engineCore: over.core === undefined ? null : 1, engineCoreBusy: over.core ?? null, engineWaitShare: over.wait ?? null },
     overlapped: over.overlapped ?? false,
@@ -39,6 +40,30 @@ test('the places add up to lost exactly, the remainder in unexplained (negative 
   assert.equal(over.unexplained, -15);
   assert.equal(sum(over), 10);
   assert.equal(whereLost(over), 'where lost: receiver socket buffer 25, unexplained -15');
+});
+
+test('frames per datagram: one while the datagram and its IP header fit the MTU, else fragments of 8-byte multiples', () => {
+  assert.deepEqual([framesPerDatagram(1472, 1500), framesPerDatagram(1473, 1500), framesPerDatagram(3000, 1500), framesPerDatagram(9000, 1500), framesPerDatagram(8972, 9000)], [1, 2, 3, 7, 1]);
+  // IPv6: a 40-byte header, and 8 more for the fragment header: 1448 bytes of the datagram per fragment.
+  assert.deepEqual([framesPerDatagram(1452, 1500, true), framesPerDatagram(1453, 1500, true), framesPerDatagram(2888, 1500, true), framesPerDatagram(2889, 1500, true)], [1, 2, 2, 3]);
+});
+
+test('the network place counts datagrams: a fragmented one lost whole, other traffic out of the sender\'s interface left out', () => {
+  // A lab run: 4,000 datagrams of 3,000 B (3 frames at MTU 1500) into a 20 Mbit/s switch-port tbf,
+  // and the engine's 5 FINs. The tbf dropped 6,544 frames; 1,508 datagrams arrived (and 4 FINs).
+  const shape = { packetSize: 3000, mtu: 1500, ipv6: false, extraPackets: ENGINE_EXTRA_PACKETS.builtin };
+  const sender = host({ stats: { tx_packets: 12_015 }, ip: { FragOKs: 4_005, FragCreates: 12_015 } });
+  const receiver = host({ stats: { rx_packets: 5_471 }, ip: { ReasmReqds: 5_471, ReasmOKs: 1_512 } });
+  const split = attributeLoss(udp(4_000, 1_508), sender, receiver, shape);
+  assert.deepEqual([split.framesPerDatagram, split.network, split.unexplained], [3, 2_493, -1], 'sent whole and never reassembled, not the 6,544 frames');
+  assert.equal(attributeLoss(udp(4_000, 1_508), sender, receiver).network, 6_544, 'without the shape: frames, as before');
+  const noIp = attributeLoss(udp(4_000, 1_508), host({ stats: { tx_packets: 12_015 } }), host({ stats: { rx_packets: 5_471 } }), shape);
+  assert.equal(noIp.network, Math.ceil(6_544 / 3), 'without the Ip counters: at least the frames lost over 3');
+  // 1,000 datagrams, 100 dropped by the receiver's socket; 3,000 more frames of other traffic left the sender's interface.
+  const busy = (engine: 'builtin' | 'iperf3') => attributeLoss(udp(1_000, 900), host({ stats: { tx_packets: 1_005 + 3_000 } }), host({ stats: { rx_packets: 1_005 }, udp: { RcvbufErrors: 100 } }), { packetSize: 1000, mtu: 1500, ipv6: false, extraPackets: ENGINE_EXTRA_PACKETS[engine] });
+  // The leg's own frames out are at most 1,000 and the engine's extra packets (8; 32 for iperf3's control connection), not 4,005.
+  assert.deepEqual([busy('builtin').network, busy('builtin').receiverSocketBuffer, busy('builtin').unexplained], [3, 100, -3], 'the other traffic is not lost datagrams');
+  assert.equal(busy('iperf3').network, 1_032 - 1_005);
 });
 
 test('verdicts: each place names its bottleneck, with the evidence and a reason a person can read', () => {
@@ -96,6 +121,59 @@ test('a TCP leg: its retransmits beside the drops each place counted, as context
     [40, 7, 10, 3, 3],
   );
   assert.equal(b.verdict, 'receiver socket buffer', b.reason);
+});
+
+/** Interval samples of `seconds` each at these Mbit/s. */
+const samples = (mbits: number[], seconds = 0.5): Interval[] => mbits.map((m, i) => ({ start: i * seconds, end: (i + 1) * seconds, bitsPerSecond: m * 1e6 }));
+const times = (busySeconds: number, receiveWindowLimitedSeconds = 0, connections = 1) => ({ tcpTimes: { connections, busySeconds, receiveWindowLimitedSeconds, sendBufferLimitedSeconds: 0 } });
+
+test('steadiness: the coefficient of variation of the full samples after the first, a trailing sliver left out', () => {
+  // After the first (TCP's start): 95, 96, 97 -> mean 96, sample sd 1, cv 1/96; the 0.1 s sliver at 44 is not a sample.
+  const st = steadiness([...samples([60, 95, 96, 97], 1), { start: 4, end: 4.1, bitsPerSecond: 44e6 }])!;
+  assert.equal(st.samples, 3);
+  assert.ok(Math.abs(st.cv - 1 / 96) < 1e-12, String(st.cv));
+  assert.equal(steadiness(samples([96], 1)), null, 'one sample says nothing of steadiness');
+  assert.equal(steadiness(samples([90, 100], 1))!.samples, 2, 'two samples: both are used');
+});
+
+test('a TCP leg that nothing at either end limited, at a steady rate the congestion window set: path, not none', () => {
+  const lab = host({ stats: { tx_packets: 40_000 }, core: 1, wait: 0.02 });
+  const far = host({ stats: { rx_packets: 39_000 }, core: 1, wait: 0.28 });
+  // The README tour's A -> D through the switch port's 100 Mbit/s tbf (figures of a lab run: 3 s, 0.5 s samples).
+  const tour = { udp: null, bitsPerSecond: 95.3e6, retransmits: 0, intervals: samples([96.5, 95.6, 95.5, 95.6, 94.8, 95.9, 89.7]), sender: end(lab, 0.08, times(3.196)), receiver: end(far, 0.56) };
+  const path = judgeBottleneck({ ...tour, sender: { ...tour.sender, figures: figures(0.08, 3.289) } })!;
+  assert.equal(path.verdict, 'path', path.reason);
+  assert.equal(path.confident, true);
+  assert.equal(path.reason, "path: 95.3 Mbit/s held steady (cv 2.5% over 6 samples); the receiver's window and the send buffer held the sender back 0% of the time it had data to send; the engines used 2% and 11% of a core; no drops at either end: something between the two interfaces (a shaper, a slower link) set the rate; 0 retransmits");
+  assert.deepEqual([path.evidence.intervalSamples, path.evidence.receiveWindowLimitedShare, path.evidence.network], [6, 0, 1_000]);
+
+  const sender = (t: object, cpuSeconds = 0.08, real = 3.289) => ({ ...tour.sender, figures: figures(cpuSeconds, real), diagnostics: { ...tour.sender.diagnostics!, ...t } });
+  // Unshaped veth at load 3 (a lab run that the first rule called path): steady enough, its window
+  // rarely shut, but its engines at 56% and 69% of a core: a CPU limit is not ruled out.
+  const free = judgeBottleneck({ ...tour, bitsPerSecond: 8.41e9, intervals: samples([7800, 8600, 8300, 8900]), sender: sender(times(1.9, 0.168), 0.564 * 2.04, 2.04), receiver: end(host({ stats: { rx_packets: 39_000 }, core: 1, wait: 0.13 }), 0.69 * 5) })!;
+  assert.equal(free.verdict, 'none', free.reason);
+  assert.match(free.reason, /^none: no one limit found: .*the engines used 56% and 69% of a core: a CPU limit is not ruled out/);
+  // 8 KiB socket buffers: the receiver's window held the sender back 39% of the time it had data.
+  const window = judgeBottleneck({ ...tour, intervals: samples([1250, 1290, 1270, 1300]), sender: sender(times(1.72, 0.671), 1.3, 2.0), receiver: end(far, 3, { socketBuffers: { sendBytes: 16_384, receiveBytes: 16_384 } }) })!;
+  assert.equal(window.verdict, 'receiver socket buffer', window.reason);
+  assert.match(window.reason, /the receiver's window held the sender back 39% of the time it had data to send \(TCP_INFO rwnd_limited\); SO_RCVBUF 16,384 B/);
+  // Four connections: busy time is summed over them.
+  const four = judgeBottleneck({ ...tour, sender: sender(times(4 * 3.2, 0, 4)) })!;
+  assert.equal(four.verdict, 'path', four.reason);
+  // Drops at an end are an end's limit, not the path's; a window shut a tenth of the time is not the path's; a rate that varied past STEADY_CV is not steady.
+  assert.equal(judgeBottleneck({ ...tour, receiver: end(host({ stats: { rx_packets: 39_000 }, softnetDropped: 3 }), 0.56) })!.verdict, 'none');
+  assert.equal(judgeBottleneck({ ...tour, sender: sender(times(3.196, 0.33)) })!.verdict, 'none');
+  // Four samples after the first at 1 ± k: sample sd k·2/√3, so k = cv·√3/2 gives that cv exactly.
+  const cv = (c: number, k = (c * Math.sqrt(3)) / 2) => samples([100, 100 * (1 - k), 100 * (1 + k), 100 * (1 - k), 100 * (1 + k)]);
+  assert.equal(judgeBottleneck({ ...tour, intervals: cv(STEADY_CV * 0.9) })!.verdict, 'path');
+  assert.equal(judgeBottleneck({ ...tour, intervals: cv(STEADY_CV * 1.1) })!.verdict, 'none');
+  assert.equal(judgeBottleneck({ ...tour, intervals: samples([95], 1) })!.verdict, 'path', 'too few samples for steadiness: the rest decides');
+  // Without TCP_INFO (iperf3) a window limit cannot be ruled out: none, and the reason says why.
+  const iperf3 = judgeBottleneck({ ...tour, sender: end(lab, 0.02) })!;
+  assert.equal(iperf3.verdict, 'none');
+  assert.match(iperf3.reason, /TCP_INFO times are missing: a window limit is not ruled out/);
+  // A busy CPU is still that end's, whatever the rate did.
+  assert.equal(judgeBottleneck({ ...tour, receiver: end(host({ core: 1, wait: 0.6 }), 0.5) })!.verdict, 'receiver CPU');
 });
 
 test('overlapped or missing counters: the verdict says so and is not confident', () => {

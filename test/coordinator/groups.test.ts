@@ -227,15 +227,25 @@ test('a matrix cell carries the UDP loss (mean over succeeded runs) and the bott
   const table = reportTable(job, runs, report);
   assert.match(table, /100\.00 3\.00% \[receiver socket buffer\]/);
   assert.match(table, /100\.00 0\.00% \[link\]/);
-  // Bidir: each run has a reverse leg too; the cell shows the worse direction's loss and what limited it.
+  // Bidir: each run has a reverse leg too. The forward leg is lossless but shaped (link); the
+  // reverse one loses 40% in its receiver's socket buffer: the cell is the reverse leg's, loss and
+  // verdict both, and says so (it read "40.00% [link]": one leg's loss beside the other's verdict).
   const lossless = { sent: 1000, received: 1000, lost: 0, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, lossRatio: 0 };
-  const reverse = (r: Run, lossRatio: number) => ({ ...r.flows[0]!, direction: 'reverse' as const, udp: { ...lossless, received: 1000 * (1 - lossRatio), lost: 1000 * lossRatio, lossRatio }, bottleneck: bottleneck('link') });
-  const bidirRuns = runs.map((r) => ({ ...r, flows: [{ ...r.flows[0]!, udp: lossless, bottleneck: { ...bottleneck('link'), verdict: 'none' as const } }, reverse(r, 0.4)] }));
-  const bidir = buildReport({ ...job, spec: { ...spec, direction: 'bidir' } } as Job, bidirRuns).matrix![0]!.cells.flat().filter((c) => c !== null);
-  assert.deepEqual(bidir.map((c) => [c!.lossRatio!.toFixed(6), c!.bottleneck?.verdict]), [['0.400000', 'link'], ['0.400000', 'link']], 'the reverse direction\'s 40% loss is not hidden behind the forward leg\'s none');
+  const reverse = (r: Run, lossRatio: number) => ({ ...r.flows[0]!, direction: 'reverse' as const, udp: { ...lossless, received: 1000 * (1 - lossRatio), lost: 1000 * lossRatio, lossRatio }, bottleneck: bottleneck('receiver socket buffer') });
+  const bidirRuns = runs.map((r) => ({ ...r, flows: [{ ...r.flows[0]!, udp: lossless, bottleneck: bottleneck('link') }, reverse(r, 0.4)] }));
+  const bidirJob = { ...job, spec: { ...spec, direction: 'bidir' } } as Job;
+  const bidirReport = buildReport(bidirJob, bidirRuns);
+  const bidir = bidirReport.matrix![0]!.cells.flat().filter((c) => c !== null);
+  assert.deepEqual(bidir.map((c) => [c!.lossRatio!.toFixed(6), c!.bottleneck?.verdict, c!.direction]), [['0.400000', 'receiver socket buffer', 'reverse'], ['0.400000', 'receiver socket buffer', 'reverse']]);
+  assert.match(reportTable(bidirJob, bidirRuns, bidirReport), /200\.00 40\.00% \[receiver socket buffer, reverse\]/);
+  // Both directions lossless: the one something limited is the cell's, not the first leg's none.
+  const quiet = runs.map((r) => ({ ...r, flows: [{ ...r.flows[0]!, udp: lossless, bottleneck: { ...bottleneck('link'), verdict: 'none' as const } }, { ...reverse(r, 0), bottleneck: bottleneck('link') }] }));
+  const quietCell = buildReport(bidirJob, quiet).matrix![0]!.cells.flat().find((c) => c !== null)!;
+  assert.deepEqual([quietCell.lossRatio, quietCell.bottleneck?.verdict, quietCell.direction], [0, 'link', 'reverse']);
   const tcp = buildReport({ ...job, spec: { ...spec, protocol: 'tcp' } } as Job, runs.map((r) => ({ ...r, flows: [{ ...r.flows[0]!, udp: null, bottleneck: null }] })));
   assert.equal(tcp.matrix![0]!.cells[0]![1]!.lossRatio, null);
   assert.equal(tcp.matrix![0]!.cells[0]![1]!.bottleneck, null);
+  assert.equal(tcp.matrix![0]!.cells[0]![1]!.direction, null, 'no loss and no verdict: no direction either');
 });
 
 test('niclab run --mesh LABELS:INTERFACE (or :PREFIX) asks for a mesh group; it excludes --from/--to', () => {

@@ -3,13 +3,14 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { command } from '@niclab/shared/runtime/command';
 import { after, before, describe, test } from 'node:test';
-import { PLACES } from '@niclab/shared/domain/attribution';
-import { flow, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
+import { ENGINE_EXTRA_PACKETS, PLACES, STEADY_CV } from '@niclab/shared/domain/attribution';
+import { flow, linkCounters, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 
 /**
  * Faults built on purpose, each attributed to its place and named as the bottleneck, the counts
  * checked against the kernel's own counters read by the test in the same namespaces.
- * A and B unshaped, C behind a 20 Mbit/s tbf on its eth1 (and on the switch port towards it).
+ * A and B unshaped, C behind a 20 Mbit/s tbf on its eth1 (and on the switch port towards it):
+ * A -> C passes that switch port's tbf alone, where neither end's counters see it.
  */
 describe('where lost datagrams went, and what limited the run, on the lab', { skip: NOT_ROOT }, () => {
   let t: TestLab;
@@ -72,17 +73,36 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
     }
   });
 
-  test('a receiver with a tiny socket buffer: the loss is its socket buffer\'s, as many as Udp RcvbufErrors counted', async () => {
+  /** Sends small datagrams from `from`'s namespace to `to`'s address (port 9, nobody there) until stopped; resolves with how many. */
+  function otherTraffic(from: string, to: string, perSecond: number): { stop(): Promise<number> } {
+    const code = `const s = require('node:dgram').createSocket('udp4'); let n = 0;
+      const t = setInterval(() => { for (let i = 0; i < ${perSecond / 100}; i++) { s.send(Buffer.alloc(64), 9, '${host(to).address}'); n++; } }, 10);
+      process.on('SIGTERM', () => { clearInterval(t); process.stdout.write(String(n), () => process.exit(0)); });`;
+    const child = spawn('ip', ['netns', 'exec', host(from).namespace, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c));
+    return { stop: () => new Promise((resolve) => (child.once('close', () => resolve(Number(out))), child.kill('SIGTERM'))) };
+  }
+
+  test('a receiver with a tiny socket buffer: the loss is its socket buffer\'s, as many as Udp RcvbufErrors counted, other traffic out of the sender\'s interface not lost', async () => {
     const b = host('B');
     const rcvbuf = await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors');
-    const run1 = await counted(() => run({ duration: 3, socketBuffer: 1024, udp: { packetSize: 1000, rate: { packetsPerSecond: 10000 } }, flows: [flow('A', 'B')] }));
+    // Other traffic out of A's eth1 through the whole run (to C, not B): frames the leg did not send.
+    const [a0, b0] = await Promise.all([linkCounters(host('A').namespace), linkCounters(b.namespace)]);
+    const other = otherTraffic('A', 'C', 500);
+    const run1 = await counted(() => run({ duration: 3, socketBuffer: 1024, udp: { packetSize: 1000, rate: { packetsPerSecond: 10000 } }, flows: [flow('A', 'B')] }).finally(() => other.stop()));
     const { f } = run1;
+    const [a1, b1] = await Promise.all([linkCounters(host('A').namespace), linkCounters(b.namespace)]);
     const kernel = (await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors')) - rcvbuf;
     assert.ok(f.udp.lost > 100, `a 1 KiB buffer at 10,000 datagrams/s loses some: ${JSON.stringify(f.udp)}`);
     lossIsTheKernels(run1);
     assert.equal(f.lossAttribution.receiverSocketBuffer, kernel, `the receiver socket buffer place is B's RcvbufErrors delta (${kernel})`);
+    const beside = a1.txPackets - a0.txPackets - (b1.rxPackets - b0.rxPackets);
+    assert.ok(beside >= 1000, `A's eth1 sent ${beside} frames more than B's received, over the test: the other traffic`);
+    // At most the engine's own extra packets (its FINs, an ARP) are taken for the leg's, not the other traffic.
+    assert.ok(f.lossAttribution.network <= ENGINE_EXTRA_PACKETS.builtin, `none of it is the leg's loss: ${JSON.stringify(f.lossAttribution)}`);
     // The sender's FIN datagrams are not in `sent`: when the full buffer drops one, the kernel counts it.
-    assert.ok(f.lossAttribution.unexplained <= 0 && f.lossAttribution.unexplained >= -3, JSON.stringify(f.lossAttribution));
+    assert.ok(f.lossAttribution.unexplained <= 0 && f.lossAttribution.unexplained >= -3 - ENGINE_EXTRA_PACKETS.builtin, JSON.stringify(f.lossAttribution));
     assert.equal(f.bottleneck.verdict, 'receiver socket buffer', f.bottleneck.reason);
     assert.match(f.bottleneck.reason, /UdpRcvbufErrors\); SO_RCVBUF [\d,]+ B/);
   });
@@ -125,6 +145,41 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
     assert.ok(f.udp.achievedPacketsPerSecond < 0.95 * f.udp.targetPacketsPerSecond, JSON.stringify(f.udp));
     assert.equal(f.bottleneck.verdict, 'sender CPU', `${f.bottleneck.reason} ${JSON.stringify(f.bottleneck.evidence)}`);
     assert.match(f.bottleneck.reason, /of 1,000,000 pps offered/);
+  });
+
+  test('datagrams larger than the MTU, through a shaper on the switch port: the network place counts the datagrams lost whole, not their frames', async () => {
+    const [a, c, sw] = [host('A').namespace, host('C').namespace, t.lab.switchNamespace];
+    const counts = () => Promise.all([snmpCounter(a, 'Ip', 'FragOKs'), snmpCounter(a, 'Ip', 'FragCreates'), snmpCounter(c, 'Ip', 'ReasmOKs'), snmpCounter(c, 'Ip', 'ReasmFails'), qdiscDrops(sw, 'pC')]);
+    const before = await counts();
+    // 3,000 B datagrams (3 frames at MTU 1500) at 2,000/s: 48 Mbit/s into the 20 Mbit/s tbf on C's switch port.
+    const f = await run({ duration: 2, socketBuffer: 4194304, udp: { packetSize: 3000, rate: { packetsPerSecond: 2000 } }, flows: [flow('A', 'C')] });
+    const [fragmented, fragments, reassembled, reasmFails, switchDrops] = (await counts()).map((v, i) => v - before[i]!) as [number, number, number, number, number];
+    assert.equal(fragments / fragmented, 3, `A's kernel made ${fragments} fragments of ${fragmented} datagrams`);
+    assert.equal(f.lossAttribution.framesPerDatagram, 3);
+    assert.equal(reasmFails, 0, 'C reassembled all it got whole: the loss is the switch port\'s alone');
+    // The test's own count: datagrams A's kernel sent whole that C's never reassembled (the engine's FINs among both).
+    assert.ok(Math.abs(f.lossAttribution.network - (fragmented - reassembled)) <= 5, `network ${f.lossAttribution.network}, by the kernels' counts ${fragmented - reassembled}`);
+    assert.ok(Math.abs(f.lossAttribution.unexplained) <= 5, JSON.stringify(f.lossAttribution));
+    // The tbf dropped frames: more than the datagrams lost (a datagram's other fragments still arrived), fewer than 3 a datagram.
+    assert.ok(switchDrops > f.udp.lost * 1.5 && switchDrops <= f.udp.lost * 3, `${switchDrops} frames dropped at the switch port for ${f.udp.lost} datagrams lost`);
+    assert.equal(f.bottleneck.verdict, 'network', f.bottleneck.reason);
+  });
+
+  test('TCP through a shaper only on the switch port, unseen by either end: path; unshaped and CPU-bound: not path', async () => {
+    const sw = t.lab.switchNamespace;
+    const tbf = async () => (JSON.parse(await command('tc', ['-n', sw, '-s', '-j', 'qdisc', 'show', 'dev', 'pC'])) as { overlimits: number }[])[0]!.overlimits;
+    const held = await tbf();
+    // 1 s samples: at 0.5 s a 20 Mbit/s tbf's sawtooth varied up to 7.7% (14.5% once at load 17).
+    const f = (await t.client.succeed({ engine: 'builtin', protocol: 'tcp', duration: 2, flows: [flow('A', 'C')] }, 60_000)).runs[0].flows[0];
+    assert.ok((await tbf()) - held > 0, 'the switch port\'s tbf held packets back');
+    assert.ok(!f.diagnostics.sender.host.qdiscs?.some((q: { overlimits: number }) => q.overlimits > 0), 'A\'s own qdisc held nothing back: neither end sees the shaper');
+    assert.ok(f.bitsPerSecond > 0.85 * 20e6 && f.bitsPerSecond <= 20e6, `${f.bitsPerSecond} bit/s through the 20 Mbit/s tbf`);
+    assert.equal(f.bottleneck.verdict, 'path', `${f.bottleneck.reason} ${JSON.stringify(f.bottleneck.evidence)}`);
+    assert.equal(f.bottleneck.confident, true);
+    assert.ok(f.bottleneck.evidence.intervalCv <= STEADY_CV && f.bottleneck.evidence.receiveWindowLimitedShare < 0.1, JSON.stringify(f.bottleneck.evidence));
+    // The same engines on the unshaped veth path run as fast as the CPUs let them: never the path.
+    const free = (await t.client.succeed({ engine: 'builtin', protocol: 'tcp', duration: 2, interval: 0.5, flows: [flow('A', 'B')] }, 60_000)).runs[0].flows[0];
+    assert.notEqual(free.bottleneck.verdict, 'path', `${free.bottleneck.reason} ${JSON.stringify(free.bottleneck.evidence)}`);
   });
 
   test('a clean run: nothing lost, nowhere, and no bottleneck below an unshaped link\'s rate', async () => {

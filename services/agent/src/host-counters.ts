@@ -3,6 +3,8 @@ import type { HostCounters } from '@niclab/shared/domain/contract';
 import { performance } from 'node:perf_hooks';
 import { command } from '@niclab/shared/runtime/command';
 
+/** Ip counters of /proc/net/snmp (and /proc/net/snmp6, there with an Ip6 prefix) kept in a result: a fragmented datagram's fate. */
+const IP = ['InReceives', 'InDelivers', 'OutRequests', 'ReasmReqds', 'ReasmOKs', 'ReasmFails', 'FragOKs', 'FragFails', 'FragCreates'];
 /** Udp counters of /proc/net/snmp and TcpExt counters of /proc/net/netstat kept in a result. */
 const UDP = ['InDatagrams', 'OutDatagrams', 'InErrors', 'RcvbufErrors', 'SndbufErrors', 'NoPorts', 'InCsumErrors', 'MemErrors'];
 const TCP_EXT = ['TCPBacklogDrop', 'TCPRcvQDrop', 'ListenOverflows', 'ListenDrops', 'TCPTimeouts', 'TCPLossProbes', 'TCPLostRetransmit', 'TCPSackRecovery', 'TCPRenoRecovery', 'TCPOFOQueue', 'TCPOFODrop', 'TCPZeroWindowDrop', 'TCPRcvCollapsed', 'PruneCalled', 'TCPSpuriousRTOs'];
@@ -13,7 +15,7 @@ const SAMPLE_MS = 1000;
 
 type Counts = Record<string, number>;
 interface CpuTimes { cpu: number; total: number; idle: number; irq: number; softirq: number }
-interface FsSnapshot { statistics: Counts | null; softnet: { cpu: number; dropped: number; timeSqueeze: number }[]; udp: Counts; tcpExt: Counts }
+interface FsSnapshot { statistics: Counts | null; softnet: { cpu: number; dropped: number; timeSqueeze: number }[]; ip: Counts; ip6: Counts; udp: Counts; tcpExt: Counts }
 interface Qdisc { kind: string; handle: string; root: boolean; packets: number; bytes: number; dropped: number; overlimits: number; requeues: number; backlog: number; qlen: number }
 interface ToolSnapshot { ethtool: Counts | null; qdiscs: Qdisc[] | null }
 
@@ -60,6 +62,16 @@ export function parseSnmp(text: string, protocol: string, keep: string[]): Count
   return out;
 }
 
+/** /proc/net/snmp6: one "Ip6Name value" line per counter; the names kept without their prefix. */
+export function parseSnmp6(text: string, prefix: string, keep: string[]): Counts {
+  const out: Counts = {};
+  for (const [, name, value] of text.matchAll(/^(\S+)\s+(\d+)\s*$/gm)) {
+    const bare = name!.startsWith(prefix) ? name!.slice(prefix.length) : null;
+    if (bare && keep.includes(bare)) out[bare] = Number(value);
+  }
+  return out;
+}
+
 /** /proc/stat's per-CPU lines (user nice system idle iowait irq softirq steal ...), in clock ticks. */
 export function parseCpuTimes(text: string): CpuTimes[] {
   return text.split('\n').filter((l) => /^cpu\d+ /.test(l)).map((line) => {
@@ -83,8 +95,8 @@ function parseQdiscs(json: string): Qdisc[] {
 }
 
 function readFs(iface: string): FsSnapshot {
-  const [statistics, softnet, snmp, netstat] = [readStatistics(iface), readText('/proc/net/softnet_stat'), readText('/proc/net/snmp'), readText('/proc/net/netstat')];
-  return { statistics, softnet: parseSoftnet(softnet), udp: parseSnmp(snmp, 'Udp', UDP), tcpExt: parseSnmp(netstat, 'TcpExt', TCP_EXT) };
+  const [statistics, softnet, snmp, snmp6, netstat] = [readStatistics(iface), readText('/proc/net/softnet_stat'), readText('/proc/net/snmp'), readText('/proc/net/snmp6'), readText('/proc/net/netstat')];
+  return { statistics, softnet: parseSoftnet(softnet), ip: parseSnmp(snmp, 'Ip', IP), ip6: parseSnmp6(snmp6, 'Ip6', IP), udp: parseSnmp(snmp, 'Udp', UDP), tcpExt: parseSnmp(netstat, 'TcpExt', TCP_EXT) };
 }
 
 /** A virtual interface (lo, veth, bridge) has no device: its driver keeps no NIC drop counters worth a process. */
@@ -218,6 +230,8 @@ export class HostWatch {
         timeSqueeze: softnet.reduce((a, s) => a + s.timeSqueeze, 0),
         perCpu: softnet.filter((s) => s.dropped || s.timeSqueeze),
       },
+      ip: delta(before.ip, after.ip),
+      ip6: delta(before.ip6, after.ip6),
       udp: delta(before.udp, after.udp),
       tcpExt: delta(before.tcpExt, after.tcpExt, false),
       cpu: this.cpuShares(),

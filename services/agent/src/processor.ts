@@ -128,6 +128,7 @@ async function measure(
   diagnostics.command = outcome.command;
   if (outcome.engineVersion) diagnostics.engineVersion = outcome.engineVersion;
   if (outcome.socketBuffers) diagnostics.socketBuffers = outcome.socketBuffers;
+  if (outcome.tcpTimes) diagnostics.tcpTimes = outcome.tcpTimes;
   let rawKept = false;
   if (outcome.raw !== undefined) {
     const bytes = Buffer.byteLength(outcome.raw);

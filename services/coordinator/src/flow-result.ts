@@ -1,11 +1,11 @@
-import type { ErrorInfo, FlowResult, FlowSpec, ProbeFigures, UdpFigures } from '@niclab/shared/domain/contract';
+import type { EngineName, ErrorInfo, FlowResult, FlowSpec, ProbeFigures, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
-import { attributeLoss, judgeBottleneck } from '@niclab/shared/domain/attribution';
+import { attributeLoss, ENGINE_EXTRA_PACKETS, judgeBottleneck, type DatagramShape } from '@niclab/shared/domain/attribution';
 import { pickError } from './run-outcome.js';
 import { withReflector } from '@niclab/shared/domain/probe-stats';
 
-/** One leg's result from its two ends' reports. */
-export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined): FlowResult {
+/** One leg's result from its two ends' reports; `wire` is a UDP leg's datagram payload and its engine. */
+export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined, wire?: { packetSize: number; engine: EngineName }): FlowResult {
   const missing = (end: string, endpoint: Leg['sender']): ErrorInfo => ({
     code: 'no_report',
     message: `the ${end} on agent ${endpoint.agent} (${endpoint.interface}) did not report before the run's deadline`,
@@ -42,7 +42,11 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   if (sender) result.diagnostics.sender = sender.diagnostics;
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
   if (error) return result;
-  result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost) : null;
+  // The sender's interface fragments a datagram to its MTU: the network place counts datagrams from its frames.
+  const shape: DatagramShape | undefined = wire && sender
+    ? { packetSize: wire.packetSize, mtu: sender.diagnostics.environment?.mtu, ipv6: sender.diagnostics.address.includes(':'), extraPackets: ENGINE_EXTRA_PACKETS[wire.engine] }
+    : undefined;
+  result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost, shape) : null;
   // A request/response or probe leg measures round trips, not throughput: a throughput verdict would be made up.
   if (result.rr || result.probe) {
     result.bottleneck = null;
@@ -52,6 +56,8 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     udp,
     bitsPerSecond: result.bitsPerSecond,
     retransmits: result.retransmits,
+    intervals: result.intervals,
+    ...(shape ? { shape } : {}),
     sender: { figures: sent, diagnostics: sender?.diagnostics },
     receiver: { figures: received, diagnostics: receiver?.diagnostics },
   });

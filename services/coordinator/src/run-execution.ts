@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { CancelBus } from '@niclab/shared/stores/cancel-bus';
-import type { ErrorInfo, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
+import type { EngineName, ErrorInfo, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
@@ -109,7 +109,10 @@ export class RunExecution {
       this.deps.returnBlocking(blocking);
     }
     // A group's run measures one pair: its flows carry that pair's index in the job's flows.
-    run.flows = this.legs.map((leg, i) => ({ ...flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i)), flowIndex: this.pair ?? leg.flowIndex }));
+    run.flows = this.legs.map((leg, i) => ({
+      ...flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex)),
+      flowIndex: this.pair ?? leg.flowIndex,
+    }));
     run.flows.forEach((flow, i) => {
       for (const [end, report] of [['sender', this.senders.get(i)], ['receiver', this.receivers.get(i)]] as const) {
         const diagnostics = flow.diagnostics[end];
@@ -160,6 +163,12 @@ export class RunExecution {
 
   private async dispatch(agentId: string, task: Task): Promise<void> {
     await this.deps.queueFor(agentId).add(task.role, task, { removeOnComplete: true, removeOnFail: true, attempts: 1 });
+  }
+
+  /** A UDP leg's datagram payload and engine, for the network place in datagrams. */
+  private wire(flowIndex: number): { packetSize: number; engine: EngineName } | undefined {
+    const packetSize = paramsAt(this.spec, this.run.point, flowIndex).udp?.packetSize;
+    return packetSize === undefined ? undefined : { packetSize, engine: flowSpec(this.spec, flowIndex).engine };
   }
 
   /** Tells every agent to end this run's engine processes, and keeps queued tasks of it from starting. */

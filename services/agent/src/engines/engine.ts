@@ -37,6 +37,8 @@ export interface EngineOutcome {
   probe?: ProbeFigures | null;
   reflector?: ProbeReflector | null;
   socketBuffers?: EndDiagnostics['socketBuffers'];
+  /** A TCP sender's TCP_INFO chronograph, summed over its connections. */
+  tcpTimes?: EndDiagnostics['tcpTimes'];
   engineVersion?: string;
   /** The tool's own report (iperf3's JSON), kept as it was printed. */
   raw?: string;

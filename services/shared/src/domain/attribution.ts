@@ -1,4 +1,4 @@
-import type { Bottleneck, EndDiagnostics, EndFigures, HostCounters, LossAttribution, UdpFigures, Verdict } from './contract.js';
+import type { Bottleneck, EndDiagnostics, EndFigures, EngineName, HostCounters, Interval, LossAttribution, UdpFigures, Verdict } from './contract.js';
 
 /** A core this busy (0 to 1) over a run is what limited it. */
 export const CPU_BUSY = 0.9;
@@ -14,6 +14,30 @@ export const RATE_SHORTFALL = 0.95;
 export const LINE_RATE = 0.9;
 /** Qdiscs that hold a configured rate: their drops and overlimits are a shaped link's limit. */
 export const SHAPERS = new Set(['tbf', 'htb', 'hfsc', 'cake', 'cbs', 'taprio', 'netem']);
+/**
+ * A rate whose interval samples vary by at most this coefficient of variation held steady.
+ * Through a 20 or 100 Mbit/s tbf on the switch port (lab, load 3-17 on two cores) TCP's samples
+ * varied 0.1-7.7% (builtin, 0.5 and 1 s samples; once 14.5% at load 17) and 0-5.6% (iperf3). A
+ * sanity check that the limit held through the run, not what tells the path from the ends:
+ * CPU-bound runs on unshaped veth varied 1.1-76%.
+ */
+export const STEADY_CV = 0.1;
+/**
+ * An engine that used under this share of a core had the rest to spare: the path can have set
+ * the rate. Through the switch-port tbf the senders' engines used 1-4% of a core and the
+ * receivers' 5-24%; on unshaped veth, CPU-bound but neither waiting half the run nor at 90%, the
+ * senders' 52-56% and the receivers' 69-73% (one such run, steady, its window shut 9% of the
+ * time, was judged path before this rule).
+ */
+export const ENGINE_HEADROOM = 0.5;
+/**
+ * A TCP sender held back by the receiver's window (TCP_INFO rwnd_limited) this share of the time
+ * it had data to send was limited by that window: 8 KiB socket buffers on veth 0.39-0.67; unshaped
+ * veth with default buffers 0.09-0.18; a switch-port tbf 0-0.036.
+ */
+export const WINDOW_LIMITED = 0.3;
+/** Under this share of its busy time held back by the receiver's window and its send buffer together, the congestion window set a TCP sender's rate. */
+export const PATH_WINDOW_LIMITED = 0.1;
 
 /** One end of a leg as its report gave it: its engine's figures and its diagnostics (host counters among them). */
 export interface EndView {
@@ -25,6 +49,10 @@ export interface LegView {
   udp: UdpFigures | null;
   bitsPerSecond: number | null;
   retransmits: number | null;
+  /** The receiver's interval samples (the steadiness of the rate). */
+  intervals?: Interval[];
+  /** A UDP leg's datagrams on the wire (the network place in datagrams). */
+  shape?: DatagramShape;
   sender: EndView;
   receiver: EndView;
 }
@@ -54,15 +82,70 @@ export function tcpDrops(sender: HostCounters, receiver: HostCounters): Record<E
   };
 }
 
+/** What a UDP leg's datagrams were on the wire: their payload, the sender interface's MTU and the address family. */
+export interface DatagramShape {
+  packetSize: number;
+  mtu: number | null | undefined;
+  ipv6: boolean;
+  /** Datagrams or packets the engine sends on the leg's path beside the counted ones (ENGINE_EXTRA_PACKETS). */
+  extraPackets: number;
+}
+
+/**
+ * Packets an engine's sender puts on its interface for a UDP leg beyond its counted datagrams:
+ * the builtin's five end-of-run FINs (and an ARP or two: 5 measured on the lab), iperf3's
+ * control connection (17 in a 2 s run on the lab).
+ */
+export const ENGINE_EXTRA_PACKETS: Record<EngineName, number> = { builtin: 8, iperf3: 32 };
+
+/**
+ * Frames one UDP datagram of `packetSize` payload bytes makes on an interface of `mtu` bytes:
+ * one when the datagram and its IP header fit, else fragments that each carry a multiple of 8
+ * bytes of it after a 20-byte IPv4 header (40 and an 8-byte fragment header for IPv6).
+ */
+export function framesPerDatagram(packetSize: number, mtu: number, ipv6 = false): number {
+  const datagram = packetSize + 8;
+  const header = ipv6 ? 40 : 20;
+  if (datagram + header <= mtu) return 1;
+  return Math.ceil(datagram / (Math.floor((mtu - header - (ipv6 ? 8 : 0)) / 8) * 8));
+}
+
+/**
+ * The leg's datagrams that left the sender's interface and never reached the receiver's, in
+ * datagrams. Frames lost between the interfaces are the sender's tx_packets, at most this leg's
+ * own (F a datagram it sent, and its engine's extra packets: the rest is other traffic out of that
+ * interface), minus the receiver's rx_packets and NIC drops. A datagram is one frame, or F
+ * fragments: then it is the datagrams the sender's host fragmented and sent whole (Ip FragOKs, at
+ * most the frames over F) that the receiver's host never reassembled (Ip ReasmOKs), less the
+ * receiver's NIC and backlog drops, at most one per frame lost; without Ip counters, at least the
+ * frames lost over F. Not separable: other traffic into the receiver's interface hides loss, and
+ * a datagram the receiver could not reassemble (its fragment memory full, Ip ReasmFails) is here.
+ */
+function networkDatagrams(udp: UdpFigures, sender: HostCounters, receiver: HostCounters, shape: DatagramShape | undefined, frames: number): number {
+  const receiverNic = receiverNicDrops(receiver);
+  // Without the datagrams' shape their frames are unknown: every frame out is taken as the leg's.
+  const own = shape?.mtu ? Math.min(stat(sender, 'tx_packets'), frames * (udp.sent + shape.extraPackets)) : stat(sender, 'tx_packets');
+  const framesLost = Math.max(0, own - stat(receiver, 'rx_packets') - receiverNic);
+  if (frames === 1) return framesLost;
+  const fragmented = sender.ip?.FragOKs;
+  const reassembled = receiver.ip?.ReasmOKs;
+  if (fragmented === undefined || reassembled === undefined) return Math.ceil(framesLost / frames);
+  const left = Math.min(fragmented, Math.floor(own / frames));
+  return Math.max(0, Math.min(framesLost, left - reassembled - receiverNic - receiver.softnet.dropped));
+}
+
 /**
  * Splits a UDP leg's `lost` by place, in path order, from both ends' host counters. Each place
  * is what its counters saw; `unexplained` is the rest, so the parts add up to `lost` exactly.
+ * `shape` turns the network place's frames into datagrams (one frame each without it).
  */
-export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: HostCounters): LossAttribution {
+export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: HostCounters, shape?: DatagramShape): LossAttribution {
   // A qdisc's drop reaches a UDP socket as ENOBUFS, which the kernel counts as SndbufErrors too: the larger, not the sum.
   const senderSocket = Math.max(udpStat(sender, 'SndbufErrors'), qdiscDrops(sender));
-  // The NIC, network (left the sender's interface; the receiver's neither received nor dropped it) and backlog places are TCP's too.
-  const { senderNic, network, receiverNic, receiverBacklog } = tcpDrops(sender, receiver);
+  // The NIC and backlog places are TCP's too.
+  const { senderNic, receiverNic, receiverBacklog } = tcpDrops(sender, receiver);
+  const frames = shape?.mtu ? framesPerDatagram(shape.packetSize, shape.mtu, shape.ipv6) : 1;
+  const network = networkDatagrams(udp, sender, receiver, shape, frames);
   const receiverSocketBuffer = udpStat(receiver, 'RcvbufErrors');
   const places = senderSocket + senderNic + network + receiverNic + receiverBacklog + receiverSocketBuffer;
   return {
@@ -75,11 +158,12 @@ export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: H
     receiverSocketBuffer,
     unexplained: udp.lost - places,
     overlapped: sender.overlapped || receiver.overlapped,
+    framesPerDatagram: frames,
   };
 }
 
 /** Every verdict, in the contract's order (a bounded label set for /metrics). */
-export const VERDICTS: readonly Verdict[] = ['link', 'sender CPU', 'receiver CPU', 'sender qdisc', 'receiver socket buffer', 'receiver NIC', 'network', 'none'];
+export const VERDICTS: readonly Verdict[] = ['link', 'sender CPU', 'receiver CPU', 'sender qdisc', 'receiver socket buffer', 'receiver NIC', 'network', 'path', 'none'];
 
 export const PLACES = ['senderSocket', 'senderNic', 'network', 'receiverNic', 'receiverBacklog', 'receiverSocketBuffer', 'unexplained'] as const;
 export type Place = (typeof PLACES)[number];
@@ -133,9 +217,11 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
  *    shaper; sender NIC: link; network; receiver NIC; receiver backlog: receiver CPU; receiver
  *    socket buffer, or receiver CPU when the receiver's CPU was busy).
- * 3. TCP: an end's busy CPU names that end's CPU; receive-queue drops the receiver socket buffer.
+ * 3. TCP: an end's busy CPU names that end's CPU; receive-queue drops, or the receiver's window
+ *    holding the sender back WINDOW_LIMITED of its busy time (TCP_INFO), the receiver socket buffer.
  * 4. No loss: a shaper at the sender that held packets back (overlimits), or throughput at
- *    LINE_RATE of the link speed, is the link; otherwise none.
+ *    LINE_RATE of the link speed, is the link.
+ * 5. UDP: none (the offered rate went through). TCP: path, or none (judgeTcpPath).
  */
 export function judgeBottleneck(leg: LegView): Bottleneck | null {
   const s = leg.sender.diagnostics?.host;
@@ -165,7 +251,7 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   }
 
   if (udp && udp.lost > 0 && s && r) {
-    const split = attributeLoss(udp, s, r);
+    const split = attributeLoss(udp, s, r, leg.shape);
     const [place, count] = PLACES.filter((p) => p !== 'unexplained').map((p) => [p, split[p]] as const).sort((a, b) => b[1] - a[1])[0]!;
     const evidence: Record<string, number> = { ...cpuEvidence, lost: udp.lost, sent: udp.sent, [place]: count, unexplained: split.unexplained };
     const of = `${n(count)} of ${n(udp.lost)} lost datagrams`;
@@ -179,7 +265,9 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
       case 'senderNic':
         return verdict('link', `${of} dropped by the sender's NIC (tx_dropped, tx_errors, driver tx drops)`, evidence);
       case 'network':
-        return verdict('network', `${of} left the sender's interface and never reached the receiver's`, { ...evidence, senderTxPackets: stat(s, 'tx_packets'), receiverRxPackets: stat(r, 'rx_packets') });
+        return verdict('network', `${of} left the sender's interface and never reached the receiver's${split.framesPerDatagram && split.framesPerDatagram > 1 ? ` (${split.framesPerDatagram} fragments a datagram)` : ''}`, {
+          ...evidence, senderTxPackets: stat(s, 'tx_packets'), receiverRxPackets: stat(r, 'rx_packets'), framesPerDatagram: split.framesPerDatagram ?? 1, ...(r.ip?.ReasmFails ? { receiverReassemblyFails: r.ip.ReasmFails } : {}),
+        });
       case 'receiverNic':
         return verdict('receiver NIC', `${of} dropped by the receiver's NIC (rx_dropped, missed, fifo, driver rx drops)`, evidence);
       case 'receiverBacklog':
@@ -200,6 +288,12 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
     if (busy(rc)) return verdict('receiver CPU', cpuText(rc), cpuEvidence);
     const queueDrops = r ? (r.tcpExt.TCPRcvQDrop ?? 0) + (r.tcpExt.TCPBacklogDrop ?? 0) : 0;
     if (queueDrops > 0) return verdict('receiver socket buffer', `${n(queueDrops)} segments dropped at the receiver's socket (TCPRcvQDrop, TCPBacklogDrop)`, { ...cpuEvidence, receiverQueueDrops: queueDrops });
+    const shares = senderShares(leg.sender);
+    if (shares) Object.assign(cpuEvidence, { senderBusyShare: shares.busy, receiveWindowLimitedShare: shares.receiveWindow, sendBufferLimitedShare: shares.sendBuffer });
+    if (shares && shares.receiveWindow >= WINDOW_LIMITED) {
+      const rcvbuf = leg.receiver.diagnostics?.socketBuffers?.receiveBytes;
+      return verdict('receiver socket buffer', `the receiver's window held the sender back ${pct(shares.receiveWindow)} of the time it had data to send (TCP_INFO rwnd_limited)${rcvbuf !== undefined ? `; SO_RCVBUF ${n(rcvbuf)} B` : ''}; ${retransmitsText(leg.retransmits)}`, cpuEvidence);
+    }
   }
   const q = s && shaper(s);
   if (q && (q.overlimits > 0 || q.dropped > 0)) {
@@ -210,12 +304,77 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   if (speed && leg.bitsPerSecond !== null && leg.bitsPerSecond >= LINE_RATE * speed) {
     return verdict('link', `${n(leg.bitsPerSecond / 1e6)} of ${n(speed / 1e6)} Mbit/s link speed`, { ...cpuEvidence, bitsPerSecond: leg.bitsPerSecond, linkBitsPerSecond: speed });
   }
-  const what = udp ? `0 of ${n(udp.sent)} datagrams lost` : retransmitsText(leg.retransmits);
   // Short of its rate with no busy CPU and no shaper: the sender was held off (stopped, or blocked), which no counter here names.
   if (udp && senderShort(udp)) {
-    return { ...verdict('none', `the sender offered ${n(udp.achievedPacketsPerSecond)} of ${n(udp.targetPacketsPerSecond)} pps with no busy CPU or shaper to explain it; ${what}`, { ...cpuEvidence, sent: udp.sent, targetPacketsPerSecond: udp.targetPacketsPerSecond, achievedPacketsPerSecond: udp.achievedPacketsPerSecond }), confident: false };
+    return { ...verdict('none', `the sender offered ${n(udp.achievedPacketsPerSecond)} of ${n(udp.targetPacketsPerSecond)} pps with no busy CPU or shaper to explain it; 0 of ${n(udp.sent)} datagrams lost`, { ...cpuEvidence, sent: udp.sent, targetPacketsPerSecond: udp.targetPacketsPerSecond, achievedPacketsPerSecond: udp.achievedPacketsPerSecond }), confident: false };
   }
-  return verdict('none', `${what}; no counter, CPU or link limited the run`, { ...cpuEvidence, ...(udp ? { sent: udp.sent } : {}) });
+  if (udp) return verdict('none', `0 of ${n(udp.sent)} datagrams lost at ${udp.achievedPacketsPerSecond !== undefined ? `${n(udp.achievedPacketsPerSecond)} pps` : 'the offered rate'}; no counter, CPU or link limited the run`, { ...cpuEvidence, sent: udp.sent });
+  return judgeTcpPath(leg, { s, r, sc, rc, evidence: cpuEvidence, verdict });
+}
+
+interface TcpPathContext {
+  s: HostCounters | undefined;
+  r: HostCounters | undefined;
+  sc: ReturnType<typeof cpu>;
+  rc: ReturnType<typeof cpu>;
+  evidence: Record<string, number>;
+  verdict: (v: Verdict, reason: string, evidence: Record<string, number>) => Bottleneck;
+}
+
+/**
+ * A TCP leg that no end, shaper or line rate explains: `path` when nothing at either end was
+ * short and the congestion window set the rate: no drops at either end's qdisc, NIC, backlog or
+ * socket; both engines under ENGINE_HEADROOM of a core; the receiver's window and the send
+ * buffer holding the sender back under PATH_WINDOW_LIMITED of its busy time (TCP_INFO); the rate
+ * steady (STEADY_CV) where there are samples to tell. Otherwise `none`: no one limit found, with
+ * what was measured (iperf3 gives no TCP_INFO times: its legs stay `none`).
+ */
+function judgeTcpPath(leg: LegView, { s, r, sc, rc, evidence, verdict }: TcpPathContext): Bottleneck {
+  const steady = steadiness(leg.intervals);
+  const shares = senderShares(leg.sender);
+  if (steady) Object.assign(evidence, { intervalCv: steady.cv, intervalSamples: steady.samples });
+  const drops = s && r ? tcpDrops(s, r) : null;
+  const local = drops ? drops.senderSocket + drops.senderNic + drops.receiverNic + drops.receiverBacklog + drops.receiverSocketBuffer : null;
+  const rate = leg.bitsPerSecond !== null ? `${(leg.bitsPerSecond / 1e6).toPrecision(3)} Mbit/s` : 'the rate';
+  const isSteady = steady === null || steady.cv <= STEADY_CV;
+  const engines = [sc.engine, rc.engine];
+  const headroom = engines.every((e) => e !== null && e < ENGINE_HEADROOM);
+  const congestion = shares !== null && shares.receiveWindow + shares.sendBuffer < PATH_WINDOW_LIMITED;
+  const parts = [
+    steady ? `${rate} ${isSteady ? 'held steady' : 'varied'} (cv ${(steady.cv * 100).toFixed(1)}% over ${steady.samples} samples)` : `${rate} (too few interval samples for its steadiness)`,
+    shares ? `the receiver's window and the send buffer held the sender back ${pct(shares.receiveWindow + shares.sendBuffer)} of the time it had data to send` : "the sender's TCP_INFO times are missing: a window limit is not ruled out",
+    engines.every((e) => e !== null) ? `the engines used ${pct(sc.engine!)} and ${pct(rc.engine!)} of a core${headroom ? '' : ': a CPU limit is not ruled out'}` : 'an engine\'s CPU is unknown',
+    local === null ? 'an end\'s counters are missing' : local > 0 ? `${n(local)} drops at the ends' qdiscs, NICs, backlog or socket` : 'no drops at either end',
+  ];
+  const retransmits = retransmitsText(leg.retransmits);
+  if (local === 0 && headroom && congestion && isSteady) {
+    return verdict('path', `${parts.join('; ')}: something between the two interfaces (a shaper, a slower link) set the rate; ${retransmits}`, evidence);
+  }
+  return verdict('none', `no one limit found: ${parts.join('; ')}; ${retransmits}`, evidence);
+}
+
+/** A TCP sender's TCP_INFO times as shares: busy of its run (per connection), the window and send-buffer limits of its busy time. */
+function senderShares(end: EndView): { busy: number; receiveWindow: number; sendBuffer: number } | null {
+  const t = end.diagnostics?.tcpTimes;
+  const real = end.figures?.realSeconds;
+  if (!t || !real || real <= 0 || t.busySeconds <= 0) return null;
+  return { busy: Math.min(1, t.busySeconds / (real * t.connections)), receiveWindow: t.receiveWindowLimitedSeconds / t.busySeconds, sendBuffer: t.sendBufferLimitedSeconds / t.busySeconds };
+}
+
+/**
+ * The coefficient of variation of the receiver's full interval samples (a trailing sliver under
+ * half the longest left out), after the first (a TCP start) when two or more remain; null with fewer than two.
+ */
+export function steadiness(intervals: Interval[] = []): { cv: number; samples: number } | null {
+  const length = (i: Interval) => i.end - i.start;
+  const longest = Math.max(0, ...intervals.map(length));
+  const full = intervals.filter((i) => length(i) >= longest / 2);
+  const used = full.length >= 3 ? full.slice(1) : full;
+  if (used.length < 2) return null;
+  const m = used.reduce((a, i) => a + i.bitsPerSecond, 0) / used.length;
+  if (m <= 0) return null;
+  const sd = Math.sqrt(used.reduce((a, i) => a + (i.bitsPerSecond - m) ** 2, 0) / (used.length - 1));
+  return { cv: sd / m, samples: used.length };
 }
 
 /** The "where lost" line of a report: the places that lost something, in path order. */

@@ -8,6 +8,7 @@ import type { Endpoint, Job, Run } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { pointKey, sweepPoints } from './plan.js';
 import { summarize } from './statistics.js';
+import { FIGURE_DOMAINS } from './figure-domains.js';
 import { kindOf } from './test-kinds/index.js';
 
 type S = components['schemas'];
@@ -25,25 +26,40 @@ function distinct(endpoints: Endpoint[]): Endpoint[] {
 
 const mean = (values: number[]) => (values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : null);
 
-/**
- * A run's loss and verdict over its legs: a bidir pair's run has one per direction, and a cell
- * shows the worse (the higher loss; a leg that something limited over one that nothing did).
- */
-const runLoss = (r: Run) => {
-  const losses = r.flows.map((f) => f.udp?.lossRatio).filter((v): v is number => typeof v === 'number');
-  return losses.length ? Math.max(...losses) : null;
-};
-const runBottleneck = (r: Run) => {
-  const verdicts = r.flows.map((f) => f.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
-  return verdicts.find((b) => b.verdict !== 'none') ?? verdicts[0];
-};
+type Flow = Run['flows'][number];
+type Direction = Flow['direction'];
 
-/** The verdict most of the runs gave (the latest on a tie), with that run's reason. */
-function commonBottleneck(ok: Run[]): MatrixCell['bottleneck'] {
-  const verdicts = ok.map(runBottleneck).filter((b): b is NonNullable<typeof b> => !!b);
+/** The verdict most of the legs gave (the latest on a tie), with that leg's reason. */
+function commonBottleneck(legs: Flow[]): MatrixCell['bottleneck'] {
+  const verdicts = legs.map((f) => f.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
   const count = (verdict: string) => verdicts.filter((b) => b.verdict === verdict).length;
   const chosen = verdicts.reduce<(typeof verdicts)[number] | null>((best, b) => (!best || count(b.verdict) >= count(best.verdict) ? b : best), null);
   return chosen && { verdict: chosen.verdict, reason: chosen.reason, confident: chosen.confident, runs: count(chosen.verdict) };
+}
+
+/** One direction of a pair over its succeeded runs: its mean UDP loss, its common verdict, its mean rate. */
+function directionOf(direction: Direction, legs: Flow[]) {
+  return {
+    direction,
+    lossRatio: mean(legs.map((f) => f.udp?.lossRatio).filter((v): v is number => typeof v === 'number')),
+    bottleneck: commonBottleneck(legs),
+    bitsPerSecond: mean(legs.map((f) => f.bitsPerSecond).filter((v): v is number => typeof v === 'number')) ?? Infinity,
+  };
+}
+
+/**
+ * The worse direction of a pair (a bidir pair has two): the higher mean loss, then the one
+ * something limited over one that nothing did, then the slower. A cell's loss and verdict are
+ * both this direction's, so they never pair one leg's loss with the other leg's verdict.
+ */
+function worseDirection(ok: Run[]): Pick<MatrixCell, 'lossRatio' | 'bottleneck' | 'direction'> {
+  const byDirection = new Map<Direction, Flow[]>();
+  for (const f of ok.flatMap((r) => r.flows)) byDirection.set(f.direction, [...(byDirection.get(f.direction) ?? []), f]);
+  const limited = (d: ReturnType<typeof directionOf>) => (d.bottleneck && d.bottleneck.verdict !== 'none' ? 1 : 0);
+  const [worst] = [...byDirection].map(([direction, legs]) => directionOf(direction, legs))
+    .sort((a, b) => (b.lossRatio ?? -1) - (a.lossRatio ?? -1) || limited(b) - limited(a) || a.bitsPerSecond - b.bitsPerSecond);
+  if (!worst || (worst.lossRatio === null && !worst.bottleneck)) return { lossRatio: null, bottleneck: null, direction: null };
+  return { lossRatio: worst.lossRatio, bottleneck: worst.bottleneck, direction: worst.direction };
 }
 
 /** One cell from the pair's finished runs (none yet: pending), in run order. */
@@ -54,12 +70,12 @@ function cellOf(job: Job, runs: Run[], confidence: number): MatrixCell {
   const unverified = ok.some((r) => r.flows.some((f) => f.pathVerified === false));
   const verdict: MatrixCell['verdict'] = runs.length === 0 ? 'pending' : ok.length === 0 ? 'failed' : unverified ? 'unverified' : 'measured';
   return {
-    value: values.length > 0 ? summarize(values, confidence) : null,
+    // The headline's interval, cut to what it can be (a rate or a round trip is never below 0).
+    value: values.length > 0 ? summarize(values, confidence, FIGURE_DOMAINS[kindOf(job.spec).headline.name]) : null,
     verdict,
     runs: { succeeded: ok.length, failed: failed.length },
     error: failed.at(-1)?.error ?? null,
-    lossRatio: mean(ok.map(runLoss).filter((v): v is number => v !== null)),
-    bottleneck: commonBottleneck(ok),
+    ...worseDirection(ok),
   };
 }
 
@@ -88,18 +104,34 @@ export function buildMatrix(job: Job, runs: Run[], confidence: number): Matrix[]
 export const lossText = (ratio: number) => `${(ratio * 100).toFixed(ratio < 0.001 && ratio > 0 ? 3 : 2)}%`;
 
 /**
+ * What a cell says beside its figure, as the text table and the heatmap's tooltip both show it:
+ * the loss, the verdict and, for a bidir pair, the direction both come from.
+ */
+export function cellLimit(cell: MatrixCell, bidir: boolean): { loss: string | null; bottleneck: string | null; direction: string | null } {
+  return {
+    loss: cell.lossRatio !== null ? lossText(cell.lossRatio) : null,
+    bottleneck: cell.bottleneck?.verdict ?? null,
+    direction: bidir && cell.direction ? cell.direction : null,
+  };
+}
+
+/**
  * A matrix as text: rows `from`, columns `to`, the headline in its table unit, then the UDP loss
- * and the bottleneck verdict in brackets (`941.2 0.12% [link]`); an unverified cell marked `?`,
- * a failed one `FAILED` and its error's code.
+ * and the bottleneck verdict in brackets (`941.2 0.12% [link]`), a bidir pair's with the
+ * direction they come from (`1.95 40.00% [receiver socket buffer, reverse]`); an unverified cell
+ * marked `?`, a failed one `FAILED` and its error's code.
  */
 export function matrixTable(job: Job, matrix: Matrix): string {
   const { scale, unit, digits } = kindOf(job.spec).headline.table;
+  const bidir = job.spec.direction === 'bidir';
   const cellText = (cell: MatrixCell | null) => {
     if (!cell) return '-';
     if (cell.verdict === 'failed') return `FAILED ${cell.error?.code ?? ''}`.trim();
     if (cell.verdict === 'pending' || !cell.value) return '...';
     const value = (cell.value.mean / scale).toFixed(digits);
-    return [cell.verdict === 'unverified' ? `${value}?` : value, cell.lossRatio !== null ? lossText(cell.lossRatio) : null, cell.bottleneck ? `[${cell.bottleneck.verdict}]` : null].filter(Boolean).join(' ');
+    const { loss, bottleneck, direction } = cellLimit(cell, bidir);
+    const limit = bottleneck || direction ? `[${[bottleneck, direction].filter(Boolean).join(', ')}]` : null;
+    return [cell.verdict === 'unverified' ? `${value}?` : value, loss, limit].filter(Boolean).join(' ');
   };
   const rows = [[`${unit} from \\ to`, ...matrix.destinations.map(endpointLabel)]];
   matrix.sources.forEach((from, i) => rows.push([endpointLabel(from), ...matrix.cells[i]!.map(cellText)]));

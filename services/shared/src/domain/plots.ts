@@ -11,7 +11,7 @@ import { basePoint } from './rate-search.js';
 import { pointLabel } from './report.js';
 import { kindOf } from './test-kinds/index.js';
 import { RUN_METRICS } from './figure-directions.js';
-import { lossText } from './matrix-report.js';
+import { cellLimit } from './matrix-report.js';
 
 /** A Vega-Lite (v6) top-level spec. */
 export type ChartSpec = Record<string, unknown>;
@@ -125,7 +125,7 @@ export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
  * A group's matrix (its first sweep point): a cell per pair, source rows by destination
  * columns, a measured one coloured and labelled with its mean headline figure, a failed one
  * grey and labelled FAILED; each cell's tooltip (its aria label in SVG) names the verdict,
- * the UDP loss, the bottleneck and a failed pair's error.
+ * the UDP loss, the bottleneck, the direction both come from (bidir) and a failed pair's error.
  */
 function matrixChart(job: Job, report: Report): ChartSpec {
   const y = headlineAxis(job.spec);
@@ -136,11 +136,13 @@ function matrixChart(job: Job, report: Report): ChartSpec {
       const cell = m!.cells[i]?.[j];
       if (!cell || (!cell.value && cell.verdict !== 'failed')) return [];
       const mean = cell.value ? cell.value.mean / y.scale : null;
+      const limit = cellLimit(cell, job.spec.direction === 'bidir');
       return [{
         source: label(from), destination: label(to), mean, verdict: cell.verdict,
         text: mean === null ? 'FAILED' : mean.toFixed(1),
-        loss: cell.lossRatio === null ? '-' : lossText(cell.lossRatio),
-        bottleneck: cell.bottleneck?.verdict ?? '-',
+        loss: limit.loss ?? '-',
+        bottleneck: limit.bottleneck ?? '-',
+        direction: limit.direction ?? '-',
         error: cell.error && cell.verdict === 'failed' ? `${cell.error.code}: ${cell.error.message}` : '-',
       }];
     }),
@@ -149,7 +151,7 @@ function matrixChart(job: Job, report: Report): ChartSpec {
   // mesh's empty diagonal is the diagonal (in the order the data came, columns were shifted by one).
   const axis = (field: string, members: { agent: string; interface: string }[]) => nominal(field, field, { sort: null, scale: { domain: members.map(label) } });
   const encoding = { x: axis('destination', m?.destinations ?? []), y: axis('source', m?.sources ?? []) };
-  const tooltip = [{ field: 'source' }, { field: 'destination' }, { field: 'mean', title: y.title }, { field: 'verdict' }, { field: 'loss' }, { field: 'bottleneck' }, { field: 'error' }];
+  const tooltip = [{ field: 'source' }, { field: 'destination' }, { field: 'mean', title: y.title }, { field: 'verdict' }, { field: 'loss' }, { field: 'bottleneck' }, { field: 'direction' }, { field: 'error' }];
   return {
     $schema: SCHEMA,
     ...SIZE,

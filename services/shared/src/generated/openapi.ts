@@ -796,11 +796,8 @@ export interface components {
                     lossRatio: number;
                     /** @description The flow's udp.achievedPacketsPerSecond (sent / duration where the engine gives none); below 99% of the offered rate the trial failed by `sender`. */
                     achievedPacketsPerSecond: number;
-                    /**
-                     * @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck).
-                     * @enum {string}
-                     */
-                    bottleneck?: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
+                    /** @description The flow's bottleneck verdict in this trial (see FlowResult.bottleneck). */
+                    bottleneck?: components["schemas"]["Verdict"];
                 }[];
             }[];
         };
@@ -918,12 +915,16 @@ export interface components {
             value: components["schemas"]["NullableRepeatSummary"];
             /** @enum {string} */
             verdict: "measured" | "unverified" | "failed" | "pending";
-            /** @description UDP: the mean over the pair's succeeded runs of its flow's `udp.lossRatio` (0.01 is 1%); null for TCP, rr, or when no run succeeded. */
+            /**
+             * @description The direction `lossRatio` and `bottleneck` both come from. A bidir pair has two: the worse one, by its mean loss, then one that something limited over one that nothing did (`none`), then the slower. Null when neither figure is there.
+             * @enum {string|null}
+             */
+            direction: "forward" | "reverse" | null;
+            /** @description UDP: the mean over the pair's succeeded runs of `udp.lossRatio` in `direction` (0.01 is 1%); null for TCP, rr, or when no run succeeded. */
             lossRatio: number | null;
-            /** @description The pair's bottleneck verdict (FlowResult.bottleneck): the one most of its succeeded runs gave (the latest on a tie), with that run's reason; `runs` is how many gave it. Null when no succeeded run had one (rr, or no host counters). */
+            /** @description The bottleneck verdict (FlowResult.bottleneck) most of the pair's succeeded runs gave in `direction` (the latest on a tie), with that run's reason; `runs` is how many gave it. Null when no succeeded run had one (rr, or no host counters). */
             bottleneck: null | {
-                /** @enum {string} */
-                verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
+                verdict: components["schemas"]["Verdict"];
                 reason: string;
                 confident: boolean;
                 runs: number;
@@ -1539,6 +1540,21 @@ export interface components {
                 sendBytes: number;
                 receiveBytes: number;
             };
+            /**
+             * @description A TCP sender's TCP_INFO chronograph over the run, summed over its connections (builtin
+             *     engine, Linux 4.10+): `busySeconds` while it had data to send (tcpi_busy_time), and of
+             *     that time `receiveWindowLimitedSeconds` held back by the receiver's window
+             *     (tcpi_rwnd_limited) and `sendBufferLimitedSeconds` by its own send buffer, all it had
+             *     written being in flight (tcpi_sndbuf_limited). The rest of the busy time the congestion
+             *     window limited it: the path, as TCP found it. Evidence for the bottleneck verdict.
+             */
+            tcpTimes?: {
+                /** @description The connections summed (the flow's streams). */
+                connections: number;
+                busySeconds: number;
+                receiveWindowLimitedSeconds: number;
+                sendBufferLimitedSeconds: number;
+            };
             host?: components["schemas"]["HostCounters"];
         };
         /**
@@ -1585,6 +1601,14 @@ export interface components {
                     dropped: number;
                     timeSqueeze: number;
                 }[];
+            };
+            /** @description /proc/net/snmp Ip deltas (InReceives, InDelivers, OutRequests, FragOKs, FragCreates, FragFails, ReasmReqds, ReasmOKs, ReasmFails): what became of fragmented datagrams. */
+            ip?: {
+                [key: string]: number;
+            };
+            /** @description The same counters for IPv6 (/proc/net/snmp6, without their Ip6 prefix). */
+            ip6?: {
+                [key: string]: number;
             };
             /** @description /proc/net/snmp Udp deltas (InDatagrams, OutDatagrams, InErrors, RcvbufErrors, SndbufErrors, NoPorts, ...). */
             udp: {
@@ -1667,7 +1691,22 @@ export interface components {
             senderSocket: number;
             /** @description The sender interface's tx_dropped, tx_errors and the driver's tx drop counters. */
             senderNic: number;
-            /** @description Packets the sender's interface sent that the receiver's interface neither received nor dropped. */
+            /**
+             * @description This leg's datagrams that left the sender's interface and never reached the receiver's.
+             *     Unfragmented: the sender interface's tx_packets, at most one a datagram the engine sent
+             *     and its own extra packets (8 for builtin: its FINs; 32 for iperf3: its control
+             *     connection; the rest is other traffic out of that interface, left out), minus the
+             *     receiver interface's rx_packets and NIC drops.
+             *     Fragmented (`framesPerDatagram` above 1): the datagrams the sender's host fragmented
+             *     and sent whole (Ip FragOKs) that the receiver's host never reassembled (Ip ReasmOKs),
+             *     less the receiver's NIC and backlog drops, at most one per frame lost in between; a
+             *     datagram that lost one fragment is lost whole. Not told apart: other traffic into the
+             *     receiver's interface (it hides loss), a datagram the receiver could not reassemble
+             *     (its fragment memory full: Ip ReasmFails, in `diagnostics.receiver.host.ip`), and the
+             *     ends' windows: each end counts from its engine's start to its end, the receiver's
+             *     from before the sender's first datagram to its first FIN (up to four later FINs fall
+             *     outside it).
+             */
             network: number;
             /** @description The receiver interface's rx_dropped, rx_missed_errors, rx_fifo_errors, rx_over_errors and the driver's rx drop counters. */
             receiverNic: number;
@@ -1679,10 +1718,25 @@ export interface components {
             unexplained: number;
             /** @description Another leg (of another run, or another flow of this run) shared a host of this leg: the counters include its traffic, so the split is not this leg's alone. */
             overlapped: boolean;
+            /** @description Frames one datagram made on the sender's interface (its payload, UDP and IP headers over the interface's MTU): above 1 it was fragmented. */
+            framesPerDatagram?: number;
         };
+        /**
+         * @description What limited a leg (shared/src/domain/attribution.ts judgeBottleneck, whose rules the
+         *     README lists): `link` (a shaper at the sender, its NIC, or the link speed), `sender CPU`,
+         *     `receiver CPU`, `sender qdisc`, `receiver socket buffer` (its drops, or for TCP the
+         *     receiver's window), `receiver NIC`, `network` (datagrams the sender's interface sent that
+         *     the receiver's never got), `path` (TCP: nothing at either end was short, both engines
+         *     under half a core, no drops at either end, the congestion window and not the receiver's
+         *     window or the send buffer held the sender back (TCP_INFO, builtin engine), the rate
+         *     steady: something between the interfaces, such as a shaper on a switch port, that
+         *     neither end's counters see), `none` (UDP: the offered rate went through without loss;
+         *     TCP: no one limit found, the reason says what was measured).
+         * @enum {string}
+         */
+        Verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "path" | "none";
         Bottleneck: {
-            /** @enum {string} */
-            verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "none";
+            verdict: components["schemas"]["Verdict"];
             /** @description One line a person can read, e.g. "receiver socket buffer: 13,352 of 13,352 lost datagrams (UdpRcvbufErrors); SO_RCVBUF 212,992 B". */
             reason: string;
             /** @description The figures the verdict rests on, by name. */

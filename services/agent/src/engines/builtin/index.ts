@@ -54,6 +54,7 @@ export const builtinEngine: Engine = {
       reflector: outcome.result?.reflector ?? null,
       retransmits: outcome.result?.retransmits ?? null,
       socketBuffers: outcome.result?.socketBuffers,
+      ...(outcome.result?.tcpTimes ? { tcpTimes: outcome.result.tcpTimes } : {}),
     };
   },
 };

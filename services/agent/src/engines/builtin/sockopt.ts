@@ -12,9 +12,12 @@ const SO_SNDBUF = 7;
 const SO_RCVBUF = 8;
 const IPPROTO_TCP = 6;
 const TCP_INFO = 11;
-/** struct tcp_info (linux/tcp.h): offset of tcpi_total_retrans, and a size that covers it. */
+/** struct tcp_info (linux/tcp.h): offsets of tcpi_total_retrans and of the chronograph (tcpi_busy_time, Linux 4.10+), in µs. */
 const TCPI_TOTAL_RETRANS = 100;
-const TCP_INFO_BYTES = 104;
+const TCPI_BUSY_TIME = 168;
+const TCPI_RWND_LIMITED = 176;
+const TCPI_SNDBUF_LIMITED = 184;
+const TCP_INFO_BYTES = 192;
 
 interface Libc {
   setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number;
@@ -90,16 +93,32 @@ export function readSocketBuffersOf(fd: number): { sendBytes: number; receiveByt
   return { sendBytes: read(SO_SNDBUF), receiveBytes: read(SO_RCVBUF) };
 }
 
-/** Segments this connection retransmitted so far (tcpi_total_retrans), or null where it cannot be read. */
-export function tcpRetransmits(socket: Socket): number | null {
+/**
+ * A sending connection's TCP_INFO once the peer has acknowledged all: the segments it
+ * retransmitted (tcpi_total_retrans) and its chronograph, the seconds it had data to send
+ * (tcpi_busy_time) and of those the seconds the receiver's window (tcpi_rwnd_limited) or its
+ * own send buffer (tcpi_sndbuf_limited) held it back; `times` null on a kernel before 4.10.
+ * Null where TCP_INFO cannot be read.
+ */
+export function tcpInfo(socket: Socket): { retransmits: number; times: TcpTimes | null } | null {
   const loaded = load();
   if (loaded instanceof Error) return null;
   try {
     const info = Buffer.alloc(TCP_INFO_BYTES);
     const length = [TCP_INFO_BYTES];
-    if (loaded.getsockopt(fdOf(socket), IPPROTO_TCP, TCP_INFO, info, length) !== 0 || length[0]! < TCP_INFO_BYTES) return null;
-    return info.readUInt32LE(TCPI_TOTAL_RETRANS);
+    if (loaded.getsockopt(fdOf(socket), IPPROTO_TCP, TCP_INFO, info, length) !== 0 || length[0]! < TCPI_TOTAL_RETRANS + 4) return null;
+    const seconds = (offset: number) => Number(info.readBigUInt64LE(offset)) / 1e6;
+    const times = length[0]! >= TCP_INFO_BYTES ? { connections: 1, busySeconds: seconds(TCPI_BUSY_TIME), receiveWindowLimitedSeconds: seconds(TCPI_RWND_LIMITED), sendBufferLimitedSeconds: seconds(TCPI_SNDBUF_LIMITED) } : null;
+    return { retransmits: info.readUInt32LE(TCPI_TOTAL_RETRANS), times };
   } catch {
     return null;
   }
+}
+
+/** The chronograph of TCP_INFO, in seconds, summed over a sender's connections. */
+export interface TcpTimes {
+  connections: number;
+  busySeconds: number;
+  receiveWindowLimitedSeconds: number;
+  sendBufferLimitedSeconds: number;
 }

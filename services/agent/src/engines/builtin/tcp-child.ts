@@ -11,7 +11,7 @@ import type { EndFigures, Interval, RrFigures } from '@niclab/shared/domain/cont
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
-import { readSocketBuffers, setSocketBuffers, tcpRetransmits } from './sockopt.js';
+import { readSocketBuffers, setSocketBuffers, tcpInfo, type TcpTimes } from './sockopt.js';
 
 export interface TcpChildInput {
   role: 'sender' | 'receiver';
@@ -31,6 +31,8 @@ export interface TcpChildResult {
   rr?: RrFigures;
   /** The sender's TCP retransmits over all its connections (null where TCP_INFO cannot be read). */
   retransmits?: number | null;
+  /** The sender's TCP_INFO chronograph summed over its connections (absent where the kernel has none). */
+  tcpTimes?: TcpTimes;
 }
 
 function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
@@ -128,9 +130,9 @@ function buffersOf(input: TcpChildInput, sockets: Socket[]): Pick<TcpChildResult
 
 /**
  * Writes `buffer` until `endAt`, honouring backpressure; resolves when the peer has closed,
- * with the connection's retransmits as TCP_INFO tells them once the peer has acknowledged all.
+ * with the connection's TCP_INFO (retransmits, chronograph) once the peer has acknowledged all.
  */
-function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: number) => void): Promise<number | null> {
+function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: number) => void): Promise<ReturnType<typeof tcpInfo>> {
   return new Promise((resolve, reject) => {
     let waiting = false;
     const stop = setTimeout(() => {
@@ -152,17 +154,24 @@ function pump(socket: Socket, buffer: Buffer, endAt: number, count: (calls: numb
       clearTimeout(stop);
       socket.end();
     };
-    let retransmits: number | null = null;
-    // The peer's FIN comes after everything sent was received: the count is final, and the socket still open.
-    socket.once('end', () => (retransmits = tcpRetransmits(socket)));
+    let info: ReturnType<typeof tcpInfo> = null;
+    // The peer's FIN comes after everything sent was received: the counts are final, and the socket still open.
+    socket.once('end', () => (info = tcpInfo(socket)));
     socket.on('error', reject);
     socket.on('close', () => {
       clearTimeout(stop);
-      resolve(retransmits);
+      resolve(info);
     });
     write();
   });
 }
+
+const sumTimes = (times: TcpTimes[]): TcpTimes => ({
+  connections: times.length,
+  busySeconds: times.reduce((a, t) => a + t.busySeconds, 0),
+  receiveWindowLimitedSeconds: times.reduce((a, t) => a + t.receiveWindowLimitedSeconds, 0),
+  sendBufferLimitedSeconds: times.reduce((a, t) => a + t.sendBufferLimitedSeconds, 0),
+});
 
 async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   const { bufferLength, duration } = input.params;
@@ -175,9 +184,11 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   const endAt = t0 + duration * 1000;
   const perStream = await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
   const realSeconds = (performance.now() - t0) / 1000;
-  const retransmits = perStream.every((n) => n !== null) ? perStream.reduce((a, b) => a! + b!, 0) : null;
+  const retransmits = perStream.every((i) => i !== null) ? perStream.reduce((a, i) => a + i!.retransmits, 0) : null;
+  const times = perStream.map((i) => i?.times ?? null);
+  const tcpTimes = times.every((t) => t !== null) ? sumTimes(times as TcpTimes[]) : undefined;
   // Every write the socket accepted reached the kernel before 'close'; bytes are what we handed over.
-  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...socketBuffers };
+  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...(tcpTimes ? { tcpTimes } : {}), ...socketBuffers };
 }
 
 /**

@@ -502,13 +502,13 @@ export const FIGURES: readonly Figure[] = [
     unit: 'datagrams', display: WHOLE('datagrams'), better: 'lower', domain: COUNT,
     kinds: ['stream'], engines: BOTH,
     computed: "Each place from both ends' counter deltas over the run (qdisc drops or SndbufErrors, NIC tx/rx drops, tx − rx packets, softnet dropped, RcvbufErrors); unexplained = lost − the places.",
-    reference: { kind: 'kernel', against: "tc -s qdisc drops at the sender and Udp RcvbufErrors at the receiver, read by the test in the lab's namespaces", test: LAB_ATTRIBUTION, case: 'as many as Udp RcvbufErrors counted' },
+    reference: { kind: 'kernel', against: "tc -s qdisc drops at the sender, Udp RcvbufErrors at the receiver, and Ip FragOKs − ReasmOKs for fragmented datagrams, read by the test in the lab's namespaces", test: LAB_ATTRIBUTION, case: 'the network place counts the datagrams lost whole, not their frames' },
     answers: {
       zero: 'All 0 when nothing was lost (and unexplained 0).',
       directions: "Each leg's own sender and receiver hosts.",
-      flows: "Host counters are host-wide: another leg on the same host puts its traffic in them (overlapped says so).",
+      flows: "Host counters are host-wide: another leg on the same host puts its traffic in them (overlapped says so); other traffic out of the sender's interface is capped at what the leg can have sent, other traffic into the receiver's still hides loss.",
       stall: 'A drop after the receiver stopped is in no place (unexplained).',
-      wire: 'Counters of frames at the NICs and the network place, of datagrams at the sockets: a fragmented datagram counts once per frame there.',
+      wire: 'The network place counts datagrams: frames per datagram from packetSize and the MTU (framesPerDatagram), and for fragmented datagrams those the sender’s host sent whole (Ip FragOKs) that the receiver’s never reassembled (ReasmOKs); the NIC places count frames.',
     },
     fields: ['FlowResult.lossAttribution.*'],
     metrics: ['niclab_link_udp_lost_datagrams'],
@@ -518,10 +518,10 @@ export const FIGURES: readonly Figure[] = [
     meaning: 'The verdict on what limited the leg, with its evidence: 1 for the verdict given, 0 for the others.',
     unit: 'boolean', display: WHOLE(''), better: null, domain: RATIO,
     kinds: ['stream'], engines: BOTH,
-    computed: "judgeBottleneck's rules over the leg's figures and both ends' host counters (attribution.ts); the evidence is the counters and figures it read, by name.",
-    reference: { kind: 'kernel', against: 'faults built on purpose on the lab (a shaper, a tiny socket buffer, a core taken by a real-time task, a starved sender), each named', test: LAB_ATTRIBUTION, case: 'receiver CPU' },
+    computed: "judgeBottleneck's rules over the leg's figures and both ends' host counters (attribution.ts); a TCP leg that no end, shaper or line rate explains is `path` when no end dropped, both engines had headroom, the receiver's window and send buffer held the sender back under a tenth of its busy time and the rate held steady; the evidence is the counters and figures it read, by name.",
+    reference: { kind: 'kernel', against: 'faults built on purpose on the lab (a shaper, a tiny socket buffer, a core taken by a real-time task, a starved sender, a shaper only on the switch port), each named, their counters read by the test', test: LAB_ATTRIBUTION, case: 'unseen by either end: path' },
     answers: {
-      zero: 'A clean run below the link rate: none.',
+      zero: 'A clean UDP run below the link rate: none; a TCP run limited between the ends: path.',
       directions: "Each leg's own; a bidir matrix cell takes the worse leg's verdict with that leg's loss.",
       flows: 'Per leg; not confident when another leg shared a host.',
       stall: 'A sender short of its offered rate with a busy CPU: sender CPU.',
@@ -539,6 +539,16 @@ export const FIGURES: readonly Figure[] = [
     reference: { kind: 'kernel', against: 'an engine pinned by the test to a core a real-time loop takes: that core, busy, and the verdict receiver CPU', test: LAB_ATTRIBUTION, case: 'receiver CPU' },
     answers: { zero: 'An idle host near 0.', directions: "Each end's host.", flows: 'Host-wide: other processes are in it.', stall: 'A stalled engine waits: engineWaitShare rises.', wire: 'Not a rate.' },
     fields: ['FlowResult.diagnostics.*.host.cpu.*', 'FlowResult.diagnostics.*.host.cpu.perCpu[].*'],
+  },
+  {
+    name: 'tcpTimes',
+    meaning: "A TCP sender's TCP_INFO chronograph, summed over its connections: seconds it had data to send, and of those the seconds the receiver's window or its own send buffer held it back.",
+    unit: 's', display: SECONDS, better: null, domain: COUNT,
+    kinds: ['stream'], engines: BUILTIN,
+    computed: 'tcpi_busy_time, tcpi_rwnd_limited and tcpi_sndbuf_limited of each sending socket at its end (Linux 4.10+), summed; evidence for the path and receiver-window verdicts.',
+    reference: { kind: 'kernel', against: 'the same connection’s busy and rwnd_limited as ss -ti prints them, read by the test during the run', test: 'test/engines/tcp-times.test.ts', case: 'are the ones ss -ti shows for its connection' },
+    answers: { zero: 'Absent where TCP_INFO has no chronograph (before Linux 4.10) and for iperf3.', directions: "Each leg's sender.", flows: 'Summed over the leg’s streams (connections says how many).', stall: 'A stalled sender has no data in flight: it is not busy.', wire: 'Times.' },
+    fields: ['FlowResult.diagnostics.*.tcpTimes.*'],
   },
   // ---- Rate search (RFC 2544) ------------------------------------------------------------------
   {
@@ -671,7 +681,7 @@ export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] 
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex'], why: 'an index: which flow, run or repetition' },
   { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
   { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, effective socket buffers) or its tuning as applied" },
-  { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
+  { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*', 'FlowResult.diagnostics.*.host.ip.*', 'FlowResult.diagnostics.*.host.ip6.*'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
 ];
 
 /** The figure of a name, or undefined. */
