@@ -8,6 +8,7 @@ import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { README, withFigures } from '../gen-figures.js';
 import { COLUMNS } from '@niclab/shared/domain/figures/columns';
 import { METRIC_NAMES } from '@niclab/shared/domain/figure-directions';
+import { LEG_COLUMNS } from '@niclab/shared/domain/report';
 
 /**
  * The figure catalogue covers everything niclab reports: every numeric field of the contract's
@@ -94,4 +95,10 @@ test("the comparison's figures are the contract's MetricName, each a column of a
   assert.deepEqual([...METRIC_NAMES].sort(), [...(schemas.MetricName.enum as string[])].sort());
   for (const c of COLUMNS.filter((col) => col.run)) assert.notEqual(c.figure.better, null, `${c.name}: a compared figure has a better way`);
   assert.equal(new Set(COLUMNS.map((c) => c.name)).size, COLUMNS.length, 'column names are unique');
+});
+
+test("a report leg's figures are exactly the catalogue's per-flow columns (the contract's LegFigures)", () => {
+  const leg = schemas.Report.properties.points.items.properties.flows.items;
+  const figures = Object.keys(leg.properties).filter((name) => !['flowIndex', 'direction', 'test', 'from', 'to'].includes(name));
+  assert.deepEqual(figures.sort(), LEG_COLUMNS.map((c) => c.name).sort());
 });

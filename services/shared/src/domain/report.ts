@@ -11,7 +11,7 @@ import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
 import { CONFIDENCE, summarize } from './statistics.js';
 import { FIGURE_DOMAINS, type FigureName } from './figure-domains.js';
 import { kindOf } from './test-kinds/index.js';
-import { idleRoundTrips, roundTrips } from './figure-directions.js';
+import { COLUMNS } from './figures/columns.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { basePoint, searchResults } from './rate-search.js';
 import { buildMatrix, matrixTable } from './matrix-report.js';
@@ -28,28 +28,22 @@ const summaryOf = (figure: FigureName, values: (number | null | undefined)[], co
   return present.length === 0 ? null : summarize(present, confidence, FIGURE_DOMAINS[figure]);
 };
 
+/** The figures a report leg and the CSV carry: the catalogue's columns that have one value per flow. */
+export const LEG_COLUMNS = COLUMNS.filter((c) => c.flow);
+type LegFigureName = Exclude<keyof LegFigures, 'flowIndex' | 'direction' | 'test' | 'from' | 'to'>;
+
 /** Every figure of one leg over a point's succeeded runs. */
 function legFigures(spec: JobSpec, runs: Run[], leg: number, confidence: number): LegFigures {
   const flows = runs.map((r) => r.flows[leg]!);
   const [first] = flows;
-  const pick = (figure: FigureName, f: (flow: FlowResult) => number | null | undefined) => summaryOf(figure, flows.map(f), confidence);
+  const figures = Object.fromEntries(LEG_COLUMNS.map((c) => [c.name, summaryOf(c.name as FigureName, flows.map(c.flow!), confidence)])) as Record<LegFigureName, RepeatSummary | null>;
   return {
     flowIndex: first!.flowIndex,
     direction: first!.direction,
     test: flowSpec(spec, first!.flowIndex).test,
     from: first!.from,
     to: first!.to,
-    bitsPerSecond: pick('bitsPerSecond', (f) => f.bitsPerSecond),
-    retransmits: pick('retransmits', (f) => f.retransmits),
-    udpLossRatio: pick('udpLossRatio', (f) => f.udp?.lossRatio),
-    jitterSeconds: pick('jitterSeconds', (f) => f.udp?.jitterSeconds),
-    transactionsPerSecond: pick('transactionsPerSecond', (f) => f.rr?.transactionsPerSecond),
-    rttP50Seconds: pick('rttP50Seconds', (f) => roundTrips(f)?.p50),
-    rttP99Seconds: pick('rttP99Seconds', (f) => roundTrips(f)?.p99),
-    idleRttP50Seconds: pick('idleRttP50Seconds', (f) => idleRoundTrips(f)?.p50),
-    idleRttP99Seconds: pick('idleRttP99Seconds', (f) => idleRoundTrips(f)?.p99),
-    senderCpuSeconds: pick('senderCpuSeconds', (f) => f.sender?.cpuSeconds),
-    receiverCpuSeconds: pick('receiverCpuSeconds', (f) => f.receiver?.cpuSeconds),
+    ...figures,
   };
 }
 
@@ -122,7 +116,7 @@ const csvCell = (value: unknown) => {
   return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
-const METRICS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds', 'rttP99Seconds', 'idleRttP50Seconds', 'idleRttP99Seconds', 'senderCpuSeconds', 'receiverCpuSeconds'] as const;
+const METRICS = LEG_COLUMNS.map((c) => c.name as LegFigureName);
 
 /** One header row, one row per point × leg (and `total`) × metric that has values. */
 export function reportCsv(report: Report): string {
