@@ -235,3 +235,11 @@ test('a bidir pair\'s cell: the tooltip names the loss, the verdict and their di
   assert.deepEqual([tip!.loss, tip!.bottleneck, tip!.direction], ['40.00%', 'receiver socket buffer', 'reverse']);
   assert.ok(matrixTable(job, matrix).includes(`95.00 ${tip!.loss} [${tip!.bottleneck}, ${tip!.direction}]`), matrixTable(job, matrix));
 });
+
+test("a probe job's axis is its headline as the catalogue names it, round-trip median in ms (it said 'rr rate')", async () => {
+  const job = jobOf('probe-job', { test: 'probe', sweep: { bufferLength: [8192, 131072] } });
+  const rtt = (ms: number) => ({ ...leg(0, A, null), test: 'probe' as const, rttP50Seconds: summary(ms / 1000, 0.001) });
+  const r = report(['bufferLength'], [point({ bufferLength: 8192 }, [rtt(17)]), point({ bufferLength: 131072 }, [rtt(19)])], { headline: { name: 'rttP50Seconds', unit: 's' } });
+  const svg = await draw(reportChart(job, [], r));
+  assert.deepEqual(axisTitles(svg), ['buffer length (KiB)', 'round-trip median (ms)']);
+});

@@ -11,6 +11,7 @@ import { basePoint } from './rate-search.js';
 import { pointLabel } from './report.js';
 import { kindOf } from './test-kinds/index.js';
 import { RUN_METRICS } from './figure-directions.js';
+import { columnOf } from './figures/columns.js';
 import { cellLimit } from './matrix-report.js';
 
 /** A Vega-Lite (v6) top-level spec. */
@@ -75,11 +76,14 @@ function title(what: string, job: Job) {
   return { text: `${what}: ${pathsOf(s)}`, subtitle: `engine ${s.engine}, ${s.protocol} ${s.test}, job ${job.id}` };
 }
 
-/** The headline's axis: `throughput (Mbit/s)` or `transactions/s`, and the divisor into it. */
-function headlineAxis(spec: JobSpec): { title: string; scale: number } {
-  const { name, table } = kindOf(spec).headline;
-  return { title: name === 'bitsPerSecond' ? `throughput (${table.unit})` : `rr rate (${table.unit})`, scale: table.scale };
+/** A column's axis, as the catalogue names and shows it: `throughput (Mbit/s)`, `round-trip median (ms)`, and the divisor into it. */
+function columnAxis(name: string): { title: string; scale: number } {
+  const c = columnOf(name)!;
+  return { title: `${c.label} (${c.figure.display.unit})`, scale: c.figure.display.scale };
 }
+
+/** The headline's axis. */
+const headlineAxis = (spec: JobSpec) => columnAxis(kindOf(spec).headline.name);
 
 /** A mean with its interval, as the layered line/bar charts read them. */
 interface Estimate {
@@ -258,7 +262,7 @@ function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
     return f.intervals.map((i) => ({ time: i.end, throughput: i.bitsPerSecond / 1e6, flow: label }));
   });
   const x = quantitative('time', 'time (s)');
-  const y = quantitative('throughput', 'throughput (Mbit/s)');
+  const y = quantitative('throughput', columnAxis('bitsPerSecond').title);
   return {
     $schema: SCHEMA,
     ...SIZE,
@@ -277,7 +281,8 @@ function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
  */
 export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): ChartSpec {
   const judged = RUN_METRICS[c.metric.name];
-  const y = c.metric.name === c.headline.name ? headlineAxis(baseline.spec) : { title: `${judged.name} (${judged.table.unit}, ${judged.higherIsBetter ? 'higher' : 'lower'} is better)`, scale: judged.table.scale };
+  const axis = columnAxis(c.metric.name);
+  const y = c.metric.name === c.headline.name ? axis : { ...axis, title: `${axis.title.slice(0, -1)}, ${judged.higherIsBetter ? 'higher' : 'lower'} is better)` };
   // Each side's interval as the comparison made it, within the figure's domain.
   const interval = (s: Comparison['points'][number]['baseline']) => ({ mean: s.mean / y.scale, low: s.confidenceInterval[0]! / y.scale, high: s.confidenceInterval[1]! / y.scale, n: s.n });
   const bars = c.points.flatMap((p) => {

@@ -22,6 +22,8 @@ export interface Column {
   readonly name: string;
   /** The catalogue figure it is a view of. */
   readonly figure: Figure;
+  /** How an axis or a table's heading names it (its unit follows, from the figure). */
+  readonly label: string;
   /** One flow's value (a report leg's), when it has one per flow. */
   readonly flow?: FlowValue;
   /** A run's value over its flows (what the comparison judges), when it is compared. */
@@ -44,41 +46,41 @@ const of = (name: string): Figure => {
 };
 
 /** A column of flow values: `run` combines them as the figure does over flows. */
-const column = (name: string, figureName: string, flow: FlowValue | undefined, run?: RunValue): Column => ({ name, figure: of(figureName), ...(flow ? { flow } : {}), ...(run ? { run } : {}) });
+const column = (name: string, label: string, figureName: string, flow: FlowValue | undefined, run?: RunValue): Column => ({ name, label, figure: of(figureName), ...(flow ? { flow } : {}), ...(run ? { run } : {}) });
 
 export const COLUMNS: readonly Column[] = [
-  column('bitsPerSecond', 'bitsPerSecond', (f) => f.bitsPerSecond, headlineSum('bitsPerSecond')),
-  column('transactionsPerSecond', 'transactionsPerSecond', (f) => f.rr?.transactionsPerSecond, headlineSum('transactionsPerSecond')),
-  column('rttP50Seconds', 'rrRttSeconds', (f) => roundTrips(f)?.p50, worst((f) => roundTrips(f)?.p50)),
-  column('rttP90Seconds', 'rrRttSeconds', undefined, worst((f) => roundTrips(f)?.p90)),
-  column('rttP99Seconds', 'rrRttSeconds', (f) => roundTrips(f)?.p99, worst((f) => roundTrips(f)?.p99)),
-  column('idleRttP50Seconds', 'rrRttSeconds', (f) => idleRoundTrips(f)?.p50, worst((f) => idleRoundTrips(f)?.p50)),
-  column('idleRttP99Seconds', 'rrRttSeconds', (f) => idleRoundTrips(f)?.p99, worst((f) => idleRoundTrips(f)?.p99)),
-  column('udpLossRatio', 'udpLossRatio', (f) => f.udp?.lossRatio, (_, run) => {
+  column('bitsPerSecond', 'throughput', 'bitsPerSecond', (f) => f.bitsPerSecond, headlineSum('bitsPerSecond')),
+  column('transactionsPerSecond', 'transactions', 'transactionsPerSecond', (f) => f.rr?.transactionsPerSecond, headlineSum('transactionsPerSecond')),
+  column('rttP50Seconds', 'round-trip median', 'rrRttSeconds', (f) => roundTrips(f)?.p50, worst((f) => roundTrips(f)?.p50)),
+  column('rttP90Seconds', 'round-trip p90', 'rrRttSeconds', undefined, worst((f) => roundTrips(f)?.p90)),
+  column('rttP99Seconds', 'round-trip p99', 'rrRttSeconds', (f) => roundTrips(f)?.p99, worst((f) => roundTrips(f)?.p99)),
+  column('idleRttP50Seconds', 'idle round-trip median', 'rrRttSeconds', (f) => idleRoundTrips(f)?.p50, worst((f) => idleRoundTrips(f)?.p50)),
+  column('idleRttP99Seconds', 'idle round-trip p99', 'rrRttSeconds', (f) => idleRoundTrips(f)?.p99, worst((f) => idleRoundTrips(f)?.p99)),
+  column('udpLossRatio', 'UDP loss', 'udpLossRatio', (f) => f.udp?.lossRatio, (_, run) => {
     // Datagrams lost over datagrams sent, all UDP flows together.
     const udp = run.flows.map((f) => f.udp).filter((u) => u !== null);
     const sent = udp.reduce((a, u) => a + u.sent, 0);
     return udp.length && sent > 0 ? udp.reduce((a, u) => a + u.lost, 0) / sent : null;
   }),
-  column('jitterSeconds', 'jitterSeconds', (f) => f.udp?.jitterSeconds, worst((f) => f.udp?.jitterSeconds)),
-  column('retransmits', 'retransmits', (f) => f.retransmits, (_, run) => sum(run.flows.map((f) => f.retransmits))),
-  column('cpuSecondsPerGigabit', 'cpuSecondsPerGigabit', undefined, (spec, run) => {
+  column('jitterSeconds', 'jitter', 'jitterSeconds', (f) => f.udp?.jitterSeconds, worst((f) => f.udp?.jitterSeconds)),
+  column('retransmits', 'retransmits', 'retransmits', (f) => f.retransmits, (_, run) => sum(run.flows.map((f) => f.retransmits))),
+  column('cpuSecondsPerGigabit', 'CPU per gigabit', 'cpuSecondsPerGigabit', undefined, (spec, run) => {
     // Both ends' CPU over the bits the receivers got, throughput flows only (an rr flow moves few bits for its CPU).
     const flows = run.flows.filter((f) => kindOf(flowSpec(spec, f.flowIndex)).headline.name === 'bitsPerSecond' && f.sender && f.receiver);
     const bits = flows.reduce((a, f) => a + f.receiver!.bytes * 8, 0);
     return bits > 0 ? flows.reduce((a, f) => a + f.sender!.cpuSeconds + f.receiver!.cpuSeconds, 0) / (bits / 1e9) : null;
   }),
-  column('probeLossRatio', 'probeLossRatio', undefined, (_, run) => {
+  column('probeLossRatio', 'probe loss', 'probeLossRatio', undefined, (_, run) => {
     // Probe datagrams that never came back over those sent, all probe flows together (under load).
     const phases = run.flows.map((f) => f.probe?.loaded).filter((p) => p !== undefined);
     const sent = phases.reduce((a, p) => a + p.sent, 0);
     return sent > 0 ? phases.reduce((a, p) => a + p.lost.total, 0) / sent : null;
   }),
-  column('ipdvP99Seconds', 'probeIpdvSeconds', undefined, worst((f) => f.probe?.loaded.ipdvSeconds.roundTrip.p99)),
-  column('forwardDelayP99Seconds', 'probeOneWayDelaySeconds', undefined, worst((f) => f.probe?.loaded.oneWayDelaySeconds?.forward.p99)),
-  column('returnDelayP99Seconds', 'probeOneWayDelaySeconds', undefined, worst((f) => f.probe?.loaded.oneWayDelaySeconds?.return.p99)),
-  column('senderCpuSeconds', 'endCpuSeconds', (f) => f.sender?.cpuSeconds),
-  column('receiverCpuSeconds', 'endCpuSeconds', (f) => f.receiver?.cpuSeconds),
+  column('ipdvP99Seconds', 'IPDV p99', 'probeIpdvSeconds', undefined, worst((f) => f.probe?.loaded.ipdvSeconds.roundTrip.p99)),
+  column('forwardDelayP99Seconds', 'forward delay p99', 'probeOneWayDelaySeconds', undefined, worst((f) => f.probe?.loaded.oneWayDelaySeconds?.forward.p99)),
+  column('returnDelayP99Seconds', 'return delay p99', 'probeOneWayDelaySeconds', undefined, worst((f) => f.probe?.loaded.oneWayDelaySeconds?.return.p99)),
+  column('senderCpuSeconds', 'sender CPU', 'endCpuSeconds', (f) => f.sender?.cpuSeconds),
+  column('receiverCpuSeconds', 'receiver CPU', 'endCpuSeconds', (f) => f.receiver?.cpuSeconds),
 ];
 
 /** The column of a name, or undefined. */
