@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LabHost } from '@niclab/cli/lab/lab';
 import { command } from '@niclab/shared/runtime/command';
 
@@ -46,18 +49,29 @@ const MAX_SECONDS = 600;
  * its send time, and irtt's own stats.
  */
 export function irttStart(from: LabHost, to: LabHost, everyMs = 10, seconds = MAX_SECONDS): { stop(): Promise<{ samples: RttSample[]; stats: IrttStats }>; done: Promise<{ samples: RttSample[]; stats: IrttStats }> } {
-  const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', '-', `${to.address}:${PORT}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // irtt writes its JSON on SIGINT only to a file: to `-o -` an interrupted client writes nothing.
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-irtt-'));
+  const output = join(dir, 'irtt.json');
+  const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', output, `${to.address}:${PORT}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   const done = new Promise<{ samples: RttSample[]; stats: IrttStats }>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c));
+    let errors = '';
+    child.stderr.on('data', (c: Buffer) => (errors += c));
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`irtt client exited ${code}`));
-      const parsed = JSON.parse(out) as { stats: IrttStats; round_trips: { lost: string; timestamps: { client: { send: { wall: number } } }; delay?: { rtt: number } }[] };
-      const samples = parsed.round_trips.filter((r) => r.lost === 'false' && r.delay).map((r) => ({ at: r.timestamps.client.send.wall / 1e6, rttMs: r.delay!.rtt / 1e6 }));
-      resolve({ samples, stats: parsed.stats });
+      try {
+        if (code !== 0) throw new Error(`irtt client exited ${code}: ${errors.trim()}`);
+        const parsed = JSON.parse(readFileSync(output, 'utf8')) as { stats: IrttStats; round_trips: { lost: string; timestamps: { client: { send: { wall: number } } }; delay?: { rtt: number } }[] };
+        const samples = parsed.round_trips.filter((r) => r.lost === 'false' && r.delay).map((r) => ({ at: r.timestamps.client.send.wall / 1e6, rttMs: r.delay!.rtt / 1e6 }));
+        resolve({ samples, stats: parsed.stats });
+      } catch (error) {
+        reject(error as Error);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
+  // A failure is the caller's to see when it stops the client; until then it must not crash the file.
+  done.catch(() => undefined);
   return {
     done,
     stop() {
