@@ -120,18 +120,21 @@ export function framesPerDatagram(packetSize: number, mtu: number, ipv6 = false)
  * receiver's NIC and backlog drops, at most one per frame lost; without Ip counters, at least the
  * frames lost over F. Not separable: other traffic into the receiver's interface hides loss, and
  * a datagram the receiver could not reassemble (its fragment memory full, Ip ReasmFails) is here.
+ * Never more than the leg lost: a frame or two of other traffic (an ARP, a neighbour
+ * solicitation) the receiver's interface did not count is not a lost datagram (a clean lab run
+ * showed network 1, unexplained -1 with nothing lost).
  */
 function networkDatagrams(udp: UdpFigures, sender: HostCounters, receiver: HostCounters, shape: DatagramShape | undefined, frames: number): number {
   const receiverNic = receiverNicDrops(receiver);
   // Without the datagrams' shape their frames are unknown: every frame out is taken as the leg's.
   const own = shape?.mtu ? Math.min(stat(sender, 'tx_packets'), frames * (udp.sent + shape.extraPackets)) : stat(sender, 'tx_packets');
   const framesLost = Math.max(0, own - stat(receiver, 'rx_packets') - receiverNic);
-  if (frames === 1) return framesLost;
+  if (frames === 1) return Math.min(Math.max(0, udp.lost), framesLost);
   const fragmented = sender.ip?.FragOKs;
   const reassembled = receiver.ip?.ReasmOKs;
-  if (fragmented === undefined || reassembled === undefined) return Math.ceil(framesLost / frames);
+  if (fragmented === undefined || reassembled === undefined) return Math.min(Math.max(0, udp.lost), Math.ceil(framesLost / frames));
   const left = Math.min(fragmented, Math.floor(own / frames));
-  return Math.max(0, Math.min(framesLost, left - reassembled - receiverNic - receiver.softnet.dropped));
+  return Math.max(0, Math.min(Math.max(0, udp.lost), framesLost, left - reassembled - receiverNic - receiver.softnet.dropped));
 }
 
 /**
