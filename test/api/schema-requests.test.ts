@@ -44,7 +44,8 @@ const PROSE: { field: RegExp; message: RegExp; statedIn: [schema: string, words:
   { field: /\.interval$/, message: /^must not exceed duration/, statedIn: ['JobSpec', '`interval` at most `duration`'] },
   { field: /\.search\.min$/, message: /^must not exceed max/, statedIn: ['JobSpec', "a search's `min` at most its `max`"] },
   { field: /\.sweep$/, message: /^expands to \d+ runs; at most 10000/, statedIn: ['JobSpec', 'at\n  most 10,000 runs per job'] },
-  { field: /\.prefix$/, message: /is not an address prefix/, statedIn: ['GroupMembers', 'whose address is not an IPv4 or IPv6 address'] },
+  // An IPv4 prefix's rules are the pattern's: only an IPv6 one can be refused beyond the schema.
+  { field: /\.prefix$/, message: /^"[0-9A-Fa-f:]+\/\d+" is not an address prefix/, statedIn: ['GroupMembers', 'whose address is not an IPv6 address'] },
   { field: /^body\.timezone$/, message: /is not a time zone/, statedIn: ['ScheduleInput', 'time zone database does not know'] },
   { field: /^body\.cron$/, message: /Invalid range|Invalid explicit day of month/, statedIn: ['ScheduleInput', 'a range runs from low\nto high'] },
 ];

@@ -504,7 +504,7 @@ export interface components {
                 [key: string]: string;
             };
             interface?: components["schemas"]["InterfaceName"];
-            /** @description An address prefix, e.g. `198.18.1.0/24`: the interface with an address in it. The server refuses one whose address is not an IPv4 or IPv6 address, or whose length is over 32 or 128. */
+            /** @description An address prefix, e.g. `198.18.1.0/24`: the interface with an address in it. An IPv4 prefix is refused by its pattern unless each part is 0-255 without a leading zero and its length at most 32; for an IPv6 prefix the server refuses one whose address is not an IPv6 address, or whose length is over 128. */
             prefix?: string;
         } & unknown;
         SkippedMember: {
