@@ -137,7 +137,7 @@ test('a job whose receiver agent is gone fails with peer_unavailable within its 
   const { job } = await client.finish(submitted.body.id, 15_000);
   const elapsed = Date.now() - t0;
   assert.equal(job.status, 'failed');
-  assert.ok(['peer_unavailable', 'agent_offline'].includes(job.error.code), job.error.code);
+  assert.ok(['peer_unavailable', 'agent_offline', 'agent_lost'].includes(job.error.code), job.error.code);
   assert.match(job.error.message, /doomed/);
   assert.ok(elapsed < (1 + Number(env.NICLAB_SETUP_SECONDS)) * 1000 + 2000, `failed after ${elapsed} ms, within duration + setup allowance (${env.NICLAB_SETUP_SECONDS} s)`);
 

@@ -29,7 +29,7 @@ before(async () => {
   redis = await startTestRedis();
   proxy = await startTcpProxy(Number(new URL(redis.tcpUrl).port));
   const port = await freePort();
-  env = { REDIS_URL: redis.tcpUrl, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
+  env = { REDIS_URL: redis.tcpUrl, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '10' };
   processes = [
     spawnNiclab(['api'], env),
     spawnNiclab(['agent', '--id', 'cs'], env),

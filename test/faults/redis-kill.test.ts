@@ -26,9 +26,9 @@ before(async () => {
   // socket, so the restart needs no TCP port that another test could have taken meanwhile.
   redis = await startPrivateRedis(dir, { appendonly: true, killOnSignal: true });
   const port = await freePort();
-  // The default setup allowance (10 s): with 5 s a receiver had 2.5 s to start, and on a loaded
-  // machine one in 200 failed peer_unavailable, which is not what is tested here.
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '10', NICLAB_LOG_LEVEL: 'warn' };
+  // A receiver must start within half the setup allowance (else peer_unavailable, which is not
+  // what is tested here): with 10 s, across the outage on a loaded machine, one of 60 did not.
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '20', NICLAB_LOG_LEVEL: 'warn' };
   api = spawnNiclab(['api'], env);
   agents = AGENTS.map((id) => spawnNiclab(['agent', '--id', id], env));
   client = new ApiClient(`http://127.0.0.1:${port}`);

@@ -144,7 +144,18 @@ export function schemaArbitrary(doc: OpenApiDocument, schema: unknown, options: 
   };
 
   /** A branch that refers to components (a search's rates) carries them, so its references resolve. */
-  const withComponents = (node: Schema): Schema => (typeof node === 'object' && JSON.stringify(node).includes('"$ref"') ? { ...node, components: doc.components } : node);
+  const carried = new WeakMap<object, Schema>();
+  const withComponents = (node: Schema): Schema => {
+    if (typeof node !== 'object' || node === null) return node;
+    if (!carried.has(node)) {
+      const text = JSON.stringify(node);
+      const full = text.includes('"$ref"') ? { ...node, components: doc.components } : node;
+      // The components are the same for every branch: the branch's own text keys its validator.
+      if (full !== node) schemaKeys.set(full, `with components ${text}`);
+      carried.set(node, full);
+    }
+    return carried.get(node)!;
+  };
 
   /** Two schemas as one, for the keywords the contract's rules narrow with. */
   const merge = (a: Record<string, any>, b: Record<string, any>): Record<string, any> => {
@@ -186,8 +197,16 @@ const CONFLICT = Symbol('conflict');
 /** Evaluates the `if` of a rule, and its branches on the fields it read (plain keywords, no references). */
 const conditions = new Ajv2020({ strict: false });
 const compiled = new Map<string, ReturnType<Ajv2020['compile']>>();
+/** Each schema object's validator, found without serialising it again (a branch carries all the components). */
+const byObject = new WeakMap<object, ReturnType<Ajv2020['compile']>>();
+const schemaKeys = new WeakMap<object, string>();
 function holds(schema: unknown, value: unknown): boolean {
-  const key = JSON.stringify(schema);
-  if (!compiled.has(key)) compiled.set(key, conditions.compile(schema as object));
-  return compiled.get(key)!(value) as boolean;
+  let validate = byObject.get(schema as object);
+  if (!validate) {
+    const key = schemaKeys.get(schema as object) ?? JSON.stringify(schema);
+    if (!compiled.has(key)) compiled.set(key, conditions.compile(schema as object));
+    validate = compiled.get(key)!;
+    byObject.set(schema as object, validate);
+  }
+  return validate(value) as boolean;
 }

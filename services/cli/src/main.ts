@@ -51,6 +51,10 @@ async function listen(config: Config & { redisUrl: string }, policy: Policy, tls
   services.schedules.start(log);
   const app = createApp(services);
   const server: Server = tls ? createHttpsServer(tls, app) : createHttpServer(app);
+  // Idle keep-alive connections stay open longer than a client's (undici's 4 s, a proxy's 60 s)
+  // would reuse them: with Node's 5 s, a loaded API closed one as a client sent on it.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const address = server.address();

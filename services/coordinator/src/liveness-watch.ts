@@ -4,6 +4,8 @@ import type { Logger } from '@niclab/shared/runtime/logger';
 
 /** How often a running run checks that its agents are still alive. */
 const LIVENESS_CHECK_MS = 1000;
+/** A check that waited on Redis this long was a Redis gap: heartbeats could not be written either. */
+const REDIS_STALL_MS = 2000;
 
 /** The agents of `ids` that are not online now (missed heartbeats, or stopped). */
 export async function offlineAgents(registry: AgentRegistry, ids: string[]): Promise<string[]> {
@@ -15,10 +17,18 @@ export async function offlineAgents(registry: AgentRegistry, ids: string[]): Pro
 /**
  * Watches a run's agents: when one dies mid-run (missed heartbeats, or it stopped), `signal`
  * aborts with agent_lost, so the run ends at once rather than at its deadline.
+ *
+ * While Redis is unreachable no agent can write its heartbeat, so a heartbeat that went stale
+ * then is Redis's gap, not the agent's: after a check that failed or waited on Redis for
+ * REDIS_STALL_MS, an agent counts as lost only once its heartbeats have had their full
+ * window (MISSED_HEARTBEATS of them) with Redis answering. An agent that said it stopped is lost
+ * at once. (A Redis killed and restarted under 60 jobs lost one to agent_lost before.)
  */
 export class LivenessWatch {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  /** Redis last failed or stalled a check at this time (epoch ms). */
+  private redisGapAt = 0;
 
   constructor(private readonly registry: AgentRegistry, private readonly agents: string[], private readonly log: Logger) {}
 
@@ -27,15 +37,32 @@ export class LivenessWatch {
   }
 
   start(): this {
+    const unique = [...new Set(this.agents)];
     this.timer = setInterval(() => {
-      offlineAgents(this.registry, this.agents).then(
-        (offline) => {
-          if (offline.length === 0 || this.controller.signal.aborted) return;
+      const asked = Date.now();
+      Promise.all(unique.map((id) => this.registry.get(id))).then(
+        (agents) => {
+          const now = Date.now();
+          if (now - asked > REDIS_STALL_MS) this.redisGapAt = now;
+          if (this.controller.signal.aborted) return;
+          const offline = unique.filter((_, i) => {
+            const agent = agents[i];
+            if (!agent) return true;
+            if (agent.online) return false;
+            const window = MISSED_HEARTBEATS * agent.heartbeatSeconds * 1000;
+            // Offline while its last heartbeat is within the window: it said it stopped.
+            const stopped = now - Date.parse(agent.lastSeen) <= window;
+            return stopped || now - this.redisGapAt > window;
+          });
+          if (offline.length === 0) return;
           this.log.warn({ agents: offline }, 'agent lost mid-run');
           const reason: ErrorInfo = { code: 'agent_lost', message: `agent ${offline.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };
           this.controller.abort(reason);
         },
-        () => undefined, // Redis unreachable: the deadline still bounds the run
+        () => {
+          // Redis unreachable: the deadline still bounds the run.
+          this.redisGapAt = Date.now();
+        },
       );
     }, LIVENESS_CHECK_MS);
     return this;
