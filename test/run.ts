@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERIAL } from './tiers.js';
+import { FIRST, SERIAL } from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** A file still running after this long is killed (with its process group) and failed. */
@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   const tierArg = args.includes('--tier') ? args[args.indexOf('--tier') + 1] : undefined;
   const chosen = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--tier');
   const all = testFiles();
-  const unknownSerial = Object.keys(SERIAL).filter((f) => !all.includes(f));
+  const unknownSerial = [...Object.keys(SERIAL), ...FIRST].filter((f) => !all.includes(f));
   if (unknownSerial.length) throw new Error(`test/tiers.ts names files that do not exist: ${unknownSerial.join(', ')}`);
   const files = chosen.length ? chosen.map((f) => relative(ROOT, join(process.cwd(), f))) : all;
   const missing = files.filter((f) => !all.includes(f));
@@ -99,7 +99,8 @@ async function main(): Promise<number> {
   const concurrency = Number(process.env.NICLAB_TEST_CONCURRENCY ?? 3);
   const started = performance.now();
   const serial = tierArg === 'concurrent' ? [] : files.filter((f) => f in SERIAL);
-  const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL));
+  const rank = (f: string) => (FIRST.includes(f) ? FIRST.indexOf(f) : FIRST.length);
+  const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL)).sort((a, b) => rank(a) - rank(b));
   console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time (concurrent tier)`);
   const serialStarted = performance.now();
   const results = await pool(serial, 'serial', 1);

@@ -16,3 +16,17 @@ export const SERIAL: Record<string, string> = {
   'test/lab/groups.test.ts': "a firing's time against its rounds' bound",
   'test/engines/builtin-udp.test.ts': 'receiver drops and achieved rate on loopback',
 };
+
+/**
+ * Concurrent-tier files that take minutes (seconds in CI at eb0fe99+: the container build 296,
+ * the rate search 242, the CLI 158, the README tour 122, the groups 128, Redis's kill 124): they
+ * start first, so the tier does not end with one of them running alone.
+ */
+export const FIRST: readonly string[] = [
+  'test/container/image.container.ts',
+  'test/lab/search.test.ts',
+  'test/e2e/cli.test.ts',
+  'test/tour/readme.test.ts',
+  'test/api/groups.test.ts',
+  'test/faults/redis-kill.test.ts',
+];
