@@ -1,12 +1,12 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
-import { JobStore } from '@niclab/shared/stores/job-store';
-import { JobEventPublisher } from '@niclab/shared/stores/events';
-import { MetricStore } from '@niclab/shared/stores/metric-store';
-import { Results } from '@niclab/shared/stores/results';
+import type { JobStore } from '@niclab/shared/stores/job-store';
+import { jobsQueue as createJobsQueue, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
+import type { MetricStore } from '@niclab/shared/stores/metric-store';
+import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -32,7 +32,7 @@ export interface ApiServices {
   agents: AgentRegistry;
   /** Interface leases, read to say which interfaces runs hold now. */
   leases: Leases;
-  jobsQueue: Queue;
+  jobsQueue: Queue<JobMessage>;
   metrics: Metrics;
   schedules: Schedules;
   events: EventHub;
@@ -46,10 +46,8 @@ export interface ApiServices {
 export function createApiServices(config: Config & { redisUrl: string }, log: Logger, policy: Policy = apiPolicy(config)): ApiServices {
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
-  const jobsQueue = new Queue(keys.jobsQueue, { connection: redis, prefix: keys.bull });
-  const metricStore = new MetricStore(redis, keys);
-  const results = new Results(redis, keys);
-  const store = new JobStore(redis, keys, [metricStore, results, new JobEventPublisher(redis, keys)]);
+  const jobsQueue = createJobsQueue(redis, keys);
+  const { store, metricStore, results } = jobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log }, policy);
   const events = new EventHub(redis, keys);

@@ -7,6 +7,7 @@ import { canRun } from '@niclab/shared/domain/engine-rules';
 import { flowSpec, flowTestErrors, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import type { JobStore } from '@niclab/shared/stores/job-store';
+import { enqueueJob, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
 import { intervalOf } from '@niclab/shared/domain/plan';
@@ -90,7 +91,7 @@ export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError
 export interface SubmitDeps {
   store: JobStore;
   agents: AgentRegistry;
-  jobsQueue: Queue;
+  jobsQueue: Queue<JobMessage>;
   log: Logger;
 }
 
@@ -133,7 +134,7 @@ export async function submitJob(
   try {
     // A coordinator that fails on an unexpected error (Redis gone for longer than its patience)
     // leaves the job to be taken again; processJob resumes it, keeping finished runs.
-    await jobsQueue.add('job', { jobId: id }, { jobId: id, removeOnComplete: 1000, removeOnFail: 1000, attempts: 5, backoff: { type: 'exponential', delay: 1000 } });
+    await enqueueJob(jobsQueue, id);
   } catch (error) {
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error: { code: 'enqueue_failed', message: 'the job could not be queued' } }).catch(() => undefined);
     throw error;

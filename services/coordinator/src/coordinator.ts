@@ -7,10 +7,9 @@ import { pairOutcome } from '@niclab/shared/domain/pair-outcome';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
 import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
-import { JobStore } from '@niclab/shared/stores/job-store';
-import { JobEventPublisher } from '@niclab/shared/stores/events';
-import { MetricStore } from '@niclab/shared/stores/metric-store';
-import { Results } from '@niclab/shared/stores/results';
+import type { JobStore } from '@niclab/shared/stores/job-store';
+import { jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
+import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -48,10 +47,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-export interface JobMessage {
-  jobId: string;
-}
-
 /**
  * Turns jobs into runs and runs into agent tasks: receivers first, then senders at a common
  * start instant, then both ends' reports gathered into the run. A BullMQ worker; any number
@@ -79,8 +74,7 @@ export class Coordinator {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
-    this.results = new Results(this.redis, this.keys);
-    this.store = new JobStore(this.redis, this.keys, [new MetricStore(this.redis, this.keys), this.results, new JobEventPublisher(this.redis, this.keys)]);
+    ({ store: this.store, results: this.results } = jobStore(this.redis, this.keys));
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
     this.cancels = new CancelBus(this.redis, this.keys);
