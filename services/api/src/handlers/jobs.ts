@@ -1,15 +1,14 @@
 import { TERMINAL_STATUSES, type ErrorInfo } from '@niclab/shared/domain/contract';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
-import { compareJobs as compare, comparisonTable, sweptFields } from '@niclab/shared/domain/compare';
-import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
-import { comparisonChart, reportChart } from '@niclab/shared/domain/plots';
+import { compareJobs as compare } from '@niclab/shared/domain/compare';
+import { buildReport } from '@niclab/shared/domain/report';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
 import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
 import { withRawLinks } from '../raw-links.js';
-import { renderSvg } from '../render-svg.js';
+import { COMPARISON_FORMATS, REPORT_FORMATS, reply } from '../formats.js';
 
 export const createJob: Handler<'createJob'> = async ({ body, headers, principal }, services) => {
   const submit = async () => {
@@ -44,9 +43,7 @@ export const getReport: Handler<'getReport'> = async ({ params: { id }, query },
   if (!job) throw HttpProblem.notFound(`Job ${id}`);
   const runs = await store.listRuns(id);
   const report = buildReport(job, runs);
-  if (query.format === 'csv') return { status: 200, raw: { contentType: 'text/csv; charset=utf-8', text: reportCsv(report) }, headers: { 'Content-Disposition': `attachment; filename="niclab-${id}.csv"` } };
-  if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: reportTable(job, runs, report) } };
-  if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(reportChart(job, runs, report)) } };
+  if (query.format && query.format !== 'json') return reply(await REPORT_FORMATS[query.format]({ id, job, runs, report }));
   return { status: 200, body: report };
 };
 
@@ -58,8 +55,7 @@ export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) 
   const grouped = ([['baseline', baseline], ['candidate', candidate]] as const).filter(([, job]) => job.spec.group);
   if (grouped.length > 0) throw HttpProblem.invalid(grouped.map(([field, job]) => ({ field: `query.${field}`, message: `job ${job.id} is a ${job.spec.group!.shape} group: its pairs are different links, so it has no A/B figure; compare one pair's jobs, or read the group's matrix report` })));
   const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'), query.metric);
-  if (query.format === 'table') return { status: 200, raw: { contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) } };
-  if (query.format === 'svg') return { status: 200, raw: { contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(comparisonChart(baseline, candidate, comparison)) } };
+  if (query.format && query.format !== 'json') return reply(await COMPARISON_FORMATS[query.format]({ baseline, candidate, comparison }));
   return { status: 200, body: comparison };
 };
 
