@@ -3,9 +3,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorInfo, Interval } from '@niclab/shared/domain/contract';
 import { toRunError } from '@niclab/shared/domain/run-errors';
+import type { ChildMessage } from './child-protocol.js';
 
-/** Messages an engine child sends over IPC. */
-export type ChildMessage<R> = { type: 'ready'; port: number } | { type: 'armed' } | { type: 'interval'; interval: Interval } | { type: 'result'; result: R } | { type: 'error'; error: ErrorInfo };
 
 /** What the agent hears from an engine child while it runs. */
 export interface ChildHooks {

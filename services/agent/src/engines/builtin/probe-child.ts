@@ -16,6 +16,7 @@ import type { EndFigures, Interval, ProbeFigures } from '@niclab/shared/domain/c
 import type { ProbeReflector } from '@niclab/shared/domain/task';
 import type { UdpChildInput } from './udp-child.js';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { EngineFailure } from '../child-protocol.js';
 import { parseSnmp } from '../../host-counters.js';
 
 /** As a UDP stream's: a reflector answers only datagrams that carry its leg's token. */
@@ -207,7 +208,7 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
   const idleSlots = Math.min(slots, Math.ceil(idleMs / interval));
   const loaded = probePhase(samples.slice(idleSlots), seen.loaded, (input.params.duration * 1000 - idleMs) / 1000);
   // Nothing back is no figure: a zero round trip would read as the best there is.
-  if (loaded.received === 0) throw Object.assign(new Error(`none of the probe's ${loaded.sent} datagrams under the load came back`), { code: 'no_data' });
+  if (loaded.received === 0) throw new EngineFailure('no_data', `none of the probe's ${loaded.sent} datagrams under the load came back`);
   const figures: ProbeFigures = {
     intervalSeconds: interval / 1000,
     packetSize,

@@ -10,6 +10,7 @@ import { endFigures, rrFigures } from '@niclab/shared/domain/figures';
 import type { EndFigures, Interval, RrFigures } from '@niclab/shared/domain/contract';
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { EngineFailure } from '../child-protocol.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { readSocketBuffers, setSocketBuffers, tcpInfo, type TcpTimes } from './sockopt.js';
 
@@ -73,7 +74,7 @@ function receive(input: TcpChildInput, send: Send): Promise<TcpChildResult> {
         if (closed < streams) return;
         const intervals = sampler.finish(lastAt);
         if (firstAt === 0) {
-          reject(Object.assign(new Error('the sender closed without sending any data'), { code: 'no_data' }));
+          reject(new EngineFailure('no_data', 'the sender closed without sending any data'));
           return;
         }
         resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
@@ -239,7 +240,7 @@ async function request(input: TcpChildInput): Promise<TcpChildResult> {
   const realSeconds = (end - t0) / 1000;
   const transactions = idle.length + loaded.length;
   // No round trip is no figure: a zero would read as the best RTT there is.
-  if (loaded.length === 0) throw Object.assign(new Error('no transaction completed under the load'), { code: 'no_data' });
+  if (loaded.length === 0) throw new EngineFailure('no_data', 'no transaction completed under the load');
   // An end that came up after the idle baseline had ended has none: no idle figure, rather than 0 ms.
   const rr = rrFigures(sizes, loaded, (end - Math.max(t0, loadAt)) / 1000, idleSeconds > 0 && idle.length > 0 ? { rtts: idle, seconds: Math.max(0, loadAt - t0) / 1000 } : undefined);
   return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], rr, ...socketBuffers };
