@@ -132,6 +132,37 @@ test('each test kind is branched on by name only in its own module (services/sha
   assert.deepEqual(offenders, []);
 });
 
+/**
+ * Branching on a kind by the presence of its own fields (`params.rr ? ...`, `'probe' in x`,
+ * `result.rr || result.probe`) is branching on the kind by another name. The places that still
+ * do it are listed here, each to go when its code moves into the kind's folder (issue 27); a
+ * new one fails, and so does an entry no longer needed.
+ */
+const PRESENCE_BRANCHES: Record<string, number> = {
+  'agent/src/engines/builtin/index.ts': 1,
+  'agent/src/engines/builtin/tcp-child.ts': 2,
+  'api/src/metric-families.ts': 1,
+  'cli/src/client/spec.ts': 4,
+  'coordinator/src/flow-result.ts': 3,
+  'shared/src/stores/metric-store.ts': 1,
+  'shared/src/domain/flow-tests.ts': 2,
+  'shared/src/domain/plan.ts': 1,
+};
+
+test("no new branching on a test kind by the presence of its fields, outside the kind's folder", () => {
+  // The kinds' own fields (a stream has none of its own; udp is a protocol's), and the probe's far end's.
+  const fields = [...Object.keys(TEST_KINDS).filter((name) => name !== 'stream'), 'reflector'].join('|');
+  const presence = new RegExp(String.raw`(?:\.(?:${fields})\s*(?:\?(?![.?])|&&|\|\||\)\s*(?:\{|\?|&&|\|\|)))|(?:['"](?:${fields})['"]\s+in\b)|(?:if\s*\(\s*!?[\w.?]+\.(?:${fields})\s*\))`, 'g');
+  const found: Record<string, number> = {};
+  for (const file of sources(SERVICES)) {
+    const name = relative(SERVICES, file);
+    if (name.startsWith('shared/src/domain/test-kinds/') || file.includes('/generated/')) continue;
+    const count = (readFileSync(file, 'utf8').match(presence) ?? []).length;
+    if (count > 0) found[name] = count;
+  }
+  assert.deepEqual(found, PRESENCE_BRANCHES, 'a file branches on a kind by its fields more (or less) than listed: move the branch into the kind, or shorten the list');
+});
+
 test('every run error code is in one table (RUN_ERRORS), and openapi.yaml lists exactly those', () => {
   const schemas = loadOpenApi().doc.components.schemas as Record<string, { enum?: string[] }>;
   assert.deepEqual([...(schemas.RunErrorCode?.enum ?? [])].sort(), Object.keys(RUN_ERRORS).sort());
