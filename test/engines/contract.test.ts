@@ -84,13 +84,14 @@ for (const engine of Object.values(ENGINES)) {
 
     test('request/response (rr): runs and reports round trips, or says it cannot', async () => {
       const rr = { requestSize: 100, responseSize: 200 };
-      const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 1, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, retries: 0, rr };
+      const spec: JobSpec = { engine: engine.name, test: 'rr', protocol: 'tcp', flows: [], duration: 2, bufferLength: 1, streams: 2, noDelay: true, direction: 'forward', interval: 1, repeat: 1, retries: 0, rr };
       const reasons = canRun(spec, []);
       if (reasons.length > 0) {
         assert.match(reasons.join('; '), /\brr\b/, 'the reason names the rr test');
         return;
       }
-      const [sender, receiver] = await pair(engine, params({ test: 'rr', rr, streams: 2, noDelay: true }), new AbortController().signal, []);
+      // 2 s: on a loaded machine the ends come up late, and a 1 s run once made 2 transactions.
+      const [sender, receiver] = await pair(engine, params({ test: 'rr', rr, streams: 2, noDelay: true, duration: 2 }), new AbortController().signal, []);
       assert.equal(sender.error, null, JSON.stringify(sender.error));
       assert.equal(receiver.error, null, JSON.stringify(receiver.error));
       const figures = sender.rr!;
