@@ -3,12 +3,14 @@ import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { epochMicros } from '@niclab/agent/engines/builtin/realtime-origin';
 import { DATA, FIN, MAGIC } from '@niclab/agent/engines/builtin/udp-format';
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import { canRun } from '@niclab/shared/domain/engine-rules';
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { bareIperf3Udp, builtinUdp, type UdpLoad, type UdpRun } from '../helpers/udp-loopback.js';
+import { withoutKoffi } from '../helpers/no-koffi.js';
 
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
@@ -18,16 +20,30 @@ const udp = (pps: number, extra: Partial<EngineParams> = {}): EngineParams => ({
   udp: { packetSize: 1200, rate: { packetsPerSecond: pps } }, ...extra,
 });
 
-async function pair(params: EngineParams, runId: string, beforeSend?: (port: number) => Promise<void>): Promise<[EngineOutcome, EngineOutcome]> {
+/** A receiver on loopback: its outcome, its port once it listens, its process id. */
+function receiverOf(params: EngineParams, runId: string): { outcome: Promise<EngineOutcome>; port: Promise<number>; pid: Promise<number> } {
   const ids = { jobId: 'udp-test', runId, leg: 0 };
   const deadline = Date.now() + (params.duration + 10) * 1000;
   let ready!: (port: number) => void;
+  let spawned!: (pid: number) => void;
   const port = new Promise<number>((resolve) => (ready = resolve));
-  const receiver = engine.run({ ...ids, role: 'receiver', engine: 'builtin', params, interface: 'lo', deadline }, { signal: new AbortController().signal, address: '127.0.0.1', ready });
+  const pid = new Promise<number>((resolve) => (spawned = resolve));
+  const outcome = engine.run({ ...ids, role: 'receiver', engine: 'builtin', params, interface: 'lo', deadline }, { signal: new AbortController().signal, address: '127.0.0.1', ready, spawned });
+  return { outcome, port, pid };
+}
+
+/** A sender on loopback to `port`, starting in 100 ms. */
+function senderOf(params: EngineParams, runId: string, port: number): Promise<EngineOutcome> {
+  const ids = { jobId: 'udp-test', runId, leg: 0 };
+  const deadline = Date.now() + (params.duration + 10) * 1000;
+  return engine.run({ ...ids, role: 'sender', engine: 'builtin', params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port }, startAt: Date.now() + 100 }, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined });
+}
+
+async function pair(params: EngineParams, runId: string, beforeSend?: (port: number) => Promise<void>): Promise<[EngineOutcome, EngineOutcome]> {
+  const { outcome: receiver, port } = receiverOf(params, runId);
   const peerPort = await port;
   await beforeSend?.(peerPort);
-  const sender = engine.run({ ...ids, role: 'sender', engine: 'builtin', params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + 100 }, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined });
-  return Promise.all([sender, receiver]);
+  return Promise.all([senderOf(params, runId, peerPort), receiver]);
 }
 
 /** This host's UDP receive-buffer drops (/proc/net/snmp). */
@@ -127,14 +143,14 @@ test('builtin UDP: datagrams of another leg (right magic, real sequence numbers,
 });
 
 /** A datagram of the builtin's format (udp-format.ts), written here byte by byte: stream and kind are u16s at 8 and 10. */
-function datagram(token: number, d: { stream?: number; kind?: number; seq: number }, size = 100): Buffer {
+function datagram(token: number, d: { stream?: number; kind?: number; seq: number; sentMicros?: number }, size = 100): Buffer {
   const packet = Buffer.alloc(size);
   packet.writeUInt32BE(MAGIC, 0);
   packet.writeUInt32BE(token, 4);
   packet.writeUInt16BE(d.stream ?? 0, 8);
   packet.writeUInt16BE(d.kind ?? DATA, 10);
   packet.writeDoubleBE(d.seq, 12);
-  packet.writeDoubleBE(Date.now() * 1000, 20);
+  packet.writeDoubleBE(d.sentMicros ?? Date.now() * 1000, 20);
   return packet;
 }
 
@@ -215,6 +231,68 @@ test('builtin UDP sender with streams: 4: four sockets (source ports), each at a
     assert.deepEqual(p.seqs, Array.from({ length: 250 }, (_, i) => i), 'each stream numbers its 250 from 0, in order');
     assert.ok(p.fins.length > 0 && p.fins.every((n) => n === 250), `its FINs say 250: ${p.fins.join(', ')}`);
   }
+});
+
+const legToken = (runId: string) => createHash('sha256').update(`${runId}/0`).digest().readUInt32BE(0);
+
+/*
+ * RFC 3550's jitter on synthetic input, with the receiver kept off the CPU: every odd datagram
+ * says it was sent X = 1 ms earlier than it was, so each transit differs from the last by X (and
+ * loopback's few µs): J = X (1 - (15/16)^n), X within 0.2% after 100 datagrams. Its process is
+ * stopped (SIGSTOP) for the second half and the FIN, so it reads those 200 in a few recvmmsg
+ * batches once it runs again. With each datagram's kernel timestamp it still reads X, and the
+ * one-way delays stay at loopback's plus X; when a batch's datagrams all took the time it was
+ * read (the old receiver) J came out near the 2 ms spacing (|D| alternates 1 and 3 ms) and the
+ * delays ran up to the 0.4 s of the stop. The bound is X +- 25%: a send from this test's process
+ * can be late by a wake-up (tens of µs here, a millisecond now and then at load 15).
+ */
+test("builtin UDP: jitter and one-way delay from each datagram's own arrival, even when the receiver reads them late in batches (RFC 3550 closed form)", async (ctx) => {
+  const runId = 'udp-jitter-closed-form';
+  const X = 1000;
+  const params = udp(500, { duration: 1, udp: { packetSize: 200, rate: { packetsPerSecond: 500 } } });
+  const receiving = receiverOf(params, runId);
+  const [port, pid] = await Promise.all([receiving.port, receiving.pid]);
+  const token = legToken(runId);
+  const socket = createSocket('udp4');
+  const send = (packet: Buffer) => new Promise<void>((resolve, reject) => socket.send(packet, port, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
+  // The receiver's clock (CLOCK_REALTIME), not this process's performance.timeOrigin, which runs up to 1 ms off it.
+  const now = epochMicros;
+  try {
+    for (let seq = 0; seq < 400; seq++) {
+      if (seq === 200) process.kill(pid, 'SIGSTOP');
+      await send(datagram(token, { seq, sentMicros: now() - (seq % 2 ? X : 0) }, 200));
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await send(datagram(token, { kind: FIN, seq: 400, sentMicros: now() }, 200));
+  } finally {
+    process.kill(pid, 'SIGCONT');
+    socket.close();
+  }
+  const receiver = await receiving.outcome;
+  assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+  const { jitterSeconds, oneWayDelaySeconds, arrivalTimes, received } = receiver.udp!;
+  ctx.diagnostic(`received ${received}; jitter ${(jitterSeconds! * 1e6).toFixed(1)} us (closed form ${X} us); one-way delay p50 ${(oneWayDelaySeconds!.p50 * 1e6).toFixed(1)} us, p99 ${(oneWayDelaySeconds!.p99 * 1e6).toFixed(1)} us, max ${(oneWayDelaySeconds!.max * 1e3).toFixed(3)} ms; arrival times: ${arrivalTimes}`);
+  assert.equal(received, 400);
+  assert.equal(arrivalTimes, 'kernel');
+  assert.ok(Math.abs(jitterSeconds! * 1e6 - X) <= 0.25 * X, `jitter ${jitterSeconds! * 1e6} us, closed form ${X} us`);
+  // Half the delays are loopback's (µs), half that plus X: the 99th is X and a little, not the stop's 0.4 s.
+  assert.ok(oneWayDelaySeconds!.p99 < (X + 4000) / 1e6, `one-way delay p99 ${oneWayDelaySeconds!.p99} s`);
+  assert.ok(oneWayDelaySeconds!.min >= 0, `one-way delay min ${oneWayDelaySeconds!.min} s: the two clocks are not one`);
+});
+
+test("builtin UDP where koffi cannot load: Node's dgram at both ends, every datagram counted, and the result says its arrival times are the process's", async () => {
+  const params = udp(1000, { duration: 1 });
+  const receiving = withoutKoffi(() => receiverOf(params, 'udp-no-koffi'));
+  const port = await receiving.port;
+  const [sender, receiver] = await Promise.all([withoutKoffi(() => senderOf(params, 'udp-no-koffi', port)), receiving.outcome]);
+  assert.equal(sender.error, null, JSON.stringify(sender.error));
+  assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+  assert.equal(sender.udp!.sent, 1000);
+  assert.ok(receiver.udp!.received! >= 990, `received ${receiver.udp!.received}`);
+  assert.equal(receiver.udp!.arrivalTimes, 'process');
+  assert.ok(receiver.udp!.jitterSeconds! >= 0 && receiver.udp!.jitterSeconds! < 0.01);
+  // Each end's clock is then Node's performance.timeOrigin, up to a millisecond off the wall clock (realtime-origin.ts).
+  assert.ok(Math.abs(receiver.udp!.oneWayDelaySeconds!.p50) < 0.005, JSON.stringify(receiver.udp!.oneWayDelaySeconds));
 });
 
 test('builtin UDP: socketBuffer takes effect; the effective sizes are reported and grow with the request', async () => {

@@ -67,6 +67,8 @@ export interface EndUdp {
   outOfOrder?: number;
   duplicates?: number;
   jitterSeconds?: number;
+  /** Where the receiver's arrival times came from: the kernel's stamp of each datagram, or when the process read it. */
+  arrivalTimes?: 'kernel' | 'process';
   oneWayDelaySeconds?: { min: number; mean: number; p50: number; p99: number; max: number };
 }
 

@@ -3,8 +3,10 @@
  * through libc via koffi, as sockopt.ts does for TCP. Node's dgram costs a call, a Buffer and
  * an event per datagram; at 50k pps that starved the receiver until its socket overflowed.
  * Here a batch lives in one preallocated Buffer: nothing is allocated per datagram. Linux on
- * a 64-bit CPU only (the struct layouts below); `openBatchSocket` returns an Error elsewhere,
- * and the engine falls back to dgram.
+ * a 64-bit CPU only (the struct layouts below); `BatchSocket.open` returns an Error elsewhere,
+ * and the engine falls back to dgram. A socket opened with `timestamps` has the kernel stamp
+ * each datagram as it arrives (SO_TIMESTAMPNS), read from recvmmsg's control messages: a
+ * datagram's arrival is its own, not the time its batch was read.
  */
 import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
@@ -17,13 +19,27 @@ const SOCK_NONBLOCK = 0o4000;
 const SOCK_CLOEXEC = 0o2000000;
 const MSG_DONTWAIT = 0x40;
 const EAGAIN = 11;
+const SOL_SOCKET = 1;
+/** SO_TIMESTAMPNS (asm-generic, as x86-64 and arm64 use): a struct timespec of two 64-bit longs; also its cmsg type. */
+const SO_TIMESTAMPNS = 35;
+const CLOCK_REALTIME = 0;
 /** struct mmsghdr: a struct msghdr (56 bytes: name, namelen, iov, iovlen, control, controllen, flags) and msg_len. */
 const MMSGHDR = 64;
+const MSG_NAME = 0;
+const MSG_NAMELEN = 8;
 const MSG_IOV = 16;
 const MSG_IOVLEN = 24;
+const MSG_CONTROL = 32;
+const MSG_CONTROLLEN = 40;
 const MSG_LEN = 56;
 /** struct iovec: base, len. */
 const IOVEC = 16;
+/** A sockaddr_in6, the larger of the two. */
+const NAME_BYTES = 28;
+/** Control space per message: a cmsghdr (16) and its timespec (16), with room for one more. */
+const CONTROL_BYTES = 64;
+/** struct cmsghdr: len (size_t), level, type; data after 16 bytes. */
+const CMSG_DATA = 16;
 
 interface Libc {
   socket(domain: number, type: number, protocol: number): number;
@@ -32,6 +48,8 @@ interface Libc {
   getsockname(fd: number, address: Buffer, length: number[]): number;
   inet_pton(family: number, text: string, out: Buffer): number;
   recvmmsg(fd: number, messages: Buffer, count: number, flags: number, timeout: null): number;
+  setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number;
+  clock_gettime(clock: number, out: Buffer): number;
   sendmmsg(fd: number, messages: Buffer, count: number, flags: number): number;
   close(fd: number): number;
 }
@@ -57,6 +75,8 @@ function load(): { libc: Libc; koffi: Koffi } | Error {
       getsockname: lib.func('int getsockname(int, _Out_ void *, _Inout_ uint32_t *)'),
       inet_pton: lib.func('int inet_pton(int, const char *, _Out_ void *)'),
       recvmmsg: lib.func('int recvmmsg(int, void *, unsigned int, int, void *)'),
+      setsockopt: lib.func('int setsockopt(int, int, int, const void *, uint32_t)'),
+      clock_gettime: lib.func('int clock_gettime(int, _Out_ void *)'),
       sendmmsg: lib.func('int sendmmsg(int, void *, unsigned int, int)'),
       close: lib.func('int close(int)'),
     } as unknown as Libc;
@@ -65,6 +85,15 @@ function load(): { libc: Libc; koffi: Koffi } | Error {
     loaded = new Error(`no batched UDP on this host: ${(error as Error).message}`);
   }
   return loaded;
+}
+
+/** CLOCK_REALTIME now, in nanoseconds: the clock of the kernel's receive timestamps. Null where libc cannot be loaded. */
+export function realtimeNanoseconds(): bigint | null {
+  const lib = load();
+  if (lib instanceof Error) return null;
+  const out = Buffer.alloc(16);
+  if (lib.libc.clock_gettime(CLOCK_REALTIME, out) !== 0) return null;
+  return out.readBigInt64LE(0) * 1_000_000_000n + out.readBigInt64LE(8);
 }
 
 /** A sockaddr_in or sockaddr_in6 for address:port. */
@@ -77,32 +106,91 @@ function sockaddr(libc: Libc, address: string, port: number): Buffer {
   return out;
 }
 
+/** What a batch carries beside the data: each message's peer address (unconnected sockets), its control messages (timestamps). */
+export interface BatchOptions {
+  names?: boolean;
+  control?: boolean;
+}
+
 /**
  * `count` slots of `slotBytes` each in one Buffer, and the mmsghdr array whose iovecs point at
  * them. The Buffers are kept here, so the addresses stay valid as long as the batch lives.
  */
-class Batch {
+export class Batch {
   readonly data: Buffer;
   readonly headers: Buffer;
   private readonly iovecs: Buffer;
+  private readonly names: Buffer | null;
+  private readonly control: Buffer | null;
 
-  constructor(koffi: Koffi, readonly count: number, readonly slotBytes: number) {
+  constructor(koffi: Koffi, readonly count: number, readonly slotBytes: number, options: BatchOptions = {}) {
     this.data = Buffer.alloc(count * slotBytes);
     this.iovecs = Buffer.alloc(count * IOVEC);
     this.headers = Buffer.alloc(count * MMSGHDR);
+    this.names = options.names ? Buffer.alloc(count * NAME_BYTES) : null;
+    this.control = options.control ? Buffer.alloc(count * CONTROL_BYTES) : null;
     const data = koffi.address(this.data);
     const iovecs = koffi.address(this.iovecs);
+    const names = this.names ? koffi.address(this.names) : 0n;
+    const control = this.control ? koffi.address(this.control) : 0n;
     for (let i = 0; i < count; i++) {
       this.iovecs.writeBigUInt64LE(data + BigInt(i * slotBytes), i * IOVEC);
       this.iovecs.writeBigUInt64LE(BigInt(slotBytes), i * IOVEC + 8);
       this.headers.writeBigUInt64LE(iovecs + BigInt(i * IOVEC), i * MMSGHDR + MSG_IOV);
       this.headers.writeBigUInt64LE(1n, i * MMSGHDR + MSG_IOVLEN);
+      if (this.names) this.headers.writeBigUInt64LE(names + BigInt(i * NAME_BYTES), i * MMSGHDR + MSG_NAME);
+      if (this.control) this.headers.writeBigUInt64LE(control + BigInt(i * CONTROL_BYTES), i * MMSGHDR + MSG_CONTROL);
+    }
+    this.rearm(count);
+  }
+
+  /** Before a receive: the kernel wrote the lengths of what it filled in; give the first `count` their whole space back. */
+  rearm(count: number): void {
+    if (!this.names && !this.control) return;
+    for (let i = 0; i < count; i++) {
+      if (this.names) this.headers.writeUInt32LE(NAME_BYTES, i * MMSGHDR + MSG_NAMELEN);
+      if (this.control) this.headers.writeBigUInt64LE(BigInt(CONTROL_BYTES), i * MMSGHDR + MSG_CONTROLLEN);
     }
   }
 
   /** The length of message i as recvmmsg wrote it. */
   length(i: number): number {
     return this.headers.readUInt32LE(i * MMSGHDR + MSG_LEN);
+  }
+
+  /** Sends of message i carry `bytes` of its slot (a reply as long as what came). */
+  setLength(i: number, bytes: number): void {
+    this.iovecs.writeBigUInt64LE(BigInt(bytes), i * IOVEC + 8);
+  }
+
+  /** Message j of this batch goes where message i of `from` came from (its sockaddr, copied). */
+  addressFrom(j: number, from: Batch, i: number): void {
+    if (!this.names || !from.names) throw new Error('a batch without addresses');
+    from.names.copy(this.names, j * NAME_BYTES, i * NAME_BYTES, (i + 1) * NAME_BYTES);
+    this.headers.writeUInt32LE(from.headers.readUInt32LE(i * MMSGHDR + MSG_NAMELEN), j * MMSGHDR + MSG_NAMELEN);
+  }
+
+  /**
+   * The kernel's receive timestamp of message i (SO_TIMESTAMPNS, CLOCK_REALTIME) as seconds and
+   * nanoseconds into `out`; false when it carried none. Nothing is allocated.
+   */
+  timestamp(i: number, out: { seconds: number; nanoseconds: number }): boolean {
+    const control = this.control;
+    if (!control) return false;
+    const base = i * CONTROL_BYTES;
+    const length = this.headers.readUInt32LE(i * MMSGHDR + MSG_CONTROLLEN);
+    for (let at = 0; at + CMSG_DATA <= length && at + CMSG_DATA <= CONTROL_BYTES; ) {
+      const cmsgLength = control.readUInt32LE(base + at);
+      if (cmsgLength < CMSG_DATA) return false;
+      if (control.readInt32LE(base + at + 8) === SOL_SOCKET && control.readInt32LE(base + at + 12) === SO_TIMESTAMPNS && at + CMSG_DATA + 16 <= CONTROL_BYTES) {
+        // tv_sec below 2^53 and tv_nsec below 1e9: two 32-bit halves, no BigInt.
+        out.seconds = control.readUInt32LE(base + at + CMSG_DATA) + control.readUInt32LE(base + at + CMSG_DATA + 4) * 2 ** 32;
+        out.nanoseconds = control.readUInt32LE(base + at + CMSG_DATA + 8);
+        return true;
+      }
+      at += (cmsgLength + 7) & ~7;
+    }
+    return false;
   }
 }
 
@@ -112,8 +200,11 @@ export class BatchSocket {
 
   private constructor(private readonly libc: Libc, private readonly koffi: Koffi, private readonly fd: number) {}
 
-  /** A non-blocking UDP socket bound to address:0, with SO_RCVBUF/SO_SNDBUF asked for where given. */
-  static open(address: string, buffers: { receive?: number; send?: number }): BatchSocket | Error {
+  /**
+   * A non-blocking UDP socket bound to address:0, with SO_RCVBUF/SO_SNDBUF asked for where given,
+   * and with `timestamps` the kernel's receive time on every datagram (an Error where it will not).
+   */
+  static open(address: string, buffers: { receive?: number; send?: number }, options: { timestamps?: boolean } = {}): BatchSocket | Error {
     const lib = load();
     if (lib instanceof Error) return lib;
     const { libc, koffi } = lib;
@@ -123,6 +214,11 @@ export class BatchSocket {
     try {
       if (buffers.receive) setSocketBuffer(fd, 'receive', buffers.receive);
       if (buffers.send) setSocketBuffer(fd, 'send', buffers.send);
+      if (options.timestamps) {
+        const on = Buffer.alloc(4);
+        on.writeInt32LE(1);
+        if (libc.setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, on, 4) !== 0) throw new Error(`setsockopt(SO_TIMESTAMPNS) failed (errno ${koffi.errno()})`);
+      }
       const local = sockaddr(libc, address, 0);
       if (libc.bind(fd, local, local.length) !== 0) throw new Error(`bind(${address}) failed (errno ${koffi.errno()})`);
     } catch (error) {
@@ -150,8 +246,8 @@ export class BatchSocket {
   }
 
   /** A batch of `count` datagrams of at most `slotBytes` each, for send and receive. */
-  batch(count: number, slotBytes: number): Batch {
-    return new Batch(this.koffi, count, slotBytes);
+  batch(count: number, slotBytes: number, options: BatchOptions = {}): Batch {
+    return new Batch(this.koffi, count, slotBytes, options);
   }
 
   /**
@@ -162,6 +258,7 @@ export class BatchSocket {
     this.poller = this.koffi.node.poll(this.fd, { readable: true }, () => {
       for (;;) {
         if (this.closed) return;
+        batch.rearm(batch.count);
         const count = this.libc.recvmmsg(this.fd, batch.headers, batch.count, MSG_DONTWAIT, null);
         if (count <= 0) return; // EAGAIN: drained
         onBatch(batch, count);

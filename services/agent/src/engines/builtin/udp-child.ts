@@ -7,6 +7,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { EndFigures, Interval } from '@niclab/shared/domain/contract';
+import { DelayHistogram } from '@niclab/shared/domain/delay-histogram';
 import { endFigures } from '@niclab/shared/domain/figures';
 import type { EndUdp, EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
@@ -15,6 +16,7 @@ import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import { DATA, FIN, FIN_COUNT, FIN_GAP_MS, HEADER_BYTES, MAGIC } from './udp-format.js';
 import { BatchSocket } from './udp-batch.js';
 import { StreamSequences } from './udp-sequences.js';
+import { epochMicros, REALTIME_ORIGIN_MS } from './realtime-origin.js';
 
 export interface UdpChildInput {
   role: 'sender' | 'receiver';
@@ -46,7 +48,8 @@ const WARM_TURNS = 200;
 /** The pacing timer's tick, ms (iperf3's --pacing-timer is 1000 µs). */
 const PACING_MS = 1;
 
-const nowMicros = () => (performance.timeOrigin + performance.now()) * 1000;
+/** Send and read times in epoch µs on CLOCK_REALTIME, the clock of the kernel's receive timestamps. */
+const nowMicros = epochMicros;
 
 /**
  * A receiver asks for this much receive buffer when the spec names no socketBuffer: a burst
@@ -69,39 +72,6 @@ function buffers(socket: Socket) {
   return { sendBytes: socket.getSendBufferSize(), receiveBytes: socket.getRecvBufferSize() };
 }
 
-/**
- * One-way delays in whole microseconds up to 1 s (4 MB of counters, whatever the run's
- * length); longer ones count in the last bucket and the maximum.
- */
-class DelayHistogram {
-  private readonly counts = new Uint32Array(1_000_001);
-  private count = 0;
-  private sum = 0;
-  private min = Infinity;
-  private max = -Infinity;
-
-  add(micros: number): void {
-    this.counts[Math.min(this.counts.length - 1, Math.max(0, Math.round(micros)))]! += 1;
-    this.count += 1;
-    this.sum += micros;
-    if (micros < this.min) this.min = micros;
-    if (micros > this.max) this.max = micros;
-  }
-
-  summary(): { min: number; mean: number; p50: number; p99: number; max: number } {
-    const at = (q: number) => {
-      const rank = Math.ceil(q * this.count);
-      let seen = 0;
-      for (let us = 0; us < this.counts.length; us++) {
-        seen += this.counts[us]!;
-        if (seen >= rank) return us / 1e6;
-      }
-      return this.max / 1e6;
-    };
-    return { min: this.min / 1e6, mean: this.sum / this.count / 1e6, p50: at(0.5), p99: at(0.99), max: this.max / 1e6 };
-  }
-}
-
 /** Datagrams a receiver reads per recvmmsg. */
 const RECEIVE_BATCH = 64;
 /**
@@ -119,6 +89,8 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let jitter = 0;
     let lastTransit: number | null = null;
     const delay = new DelayHistogram();
+    // Datagrams whose arrival is the time they were read (no kernel timestamp).
+    let readTimes = 0;
     let firstAt = 0;
     let lastAt = 0;
     /** When the first FIN came (the sender had stopped sending), and what each stream's FIN says it sent. */
@@ -140,7 +112,10 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       const result: UdpChildResult = {
         figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: sampler.finish(lastAt),
-        udp: { received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6, ...(received > 0 ? { oneWayDelaySeconds: delay.summary() } : {}) },
+        udp: {
+          received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6,
+          ...(received > 0 ? { oneWayDelaySeconds: delay.summary(), arrivalTimes: readTimes === 0 ? 'kernel' as const : 'process' as const } : {}),
+        },
         socketBuffers: transport.buffers(),
       };
       transport.close();
@@ -158,9 +133,11 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       if (finSent.size === input.params.streams) expected = [...finSent.values()].reduce((a, n) => a + n, 0);
       if (sequences.received >= expected) finish();
     };
-    /** Counts one datagram (`length` bytes at `at` in `data`), read at `arrival` (performance.now()). */
-    const take = (data: Buffer, at: number, length: number, arrival: number) => {
+    /** Counts one datagram (`length` bytes at `at` in `data`) that arrived at `arrivalMicros` (epoch µs; `stamped`: the kernel's time, else when it was read). */
+    const take = (data: Buffer, at: number, length: number, arrivalMicros: number, stamped: boolean) => {
       if (finished || length < HEADER_BYTES || data.readUInt32BE(at) !== MAGIC || data.readUInt32BE(at + 4) !== input.token) return;
+      // On the performance.now() timeline, as the interval sampler's timer.
+      const arrival = arrivalMicros / 1000 - REALTIME_ORIGIN_MS;
       const stream = data.readUInt16BE(at + 8);
       const seq = data.readDoubleBE(at + 12);
       if (!sequences.valid(stream, seq)) return;
@@ -174,11 +151,12 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       }
       lastAt = arrival;
       if (!sequences.take(stream, seq)) return;
-      // RFC 3550 interarrival jitter, in µs: J += (|D| - J) / 16.
-      const transit = (performance.timeOrigin + arrival) * 1000 - data.readDoubleBE(at + 20);
+      if (!stamped) readTimes += 1;
+      // RFC 3550 interarrival jitter, in µs, from each datagram's own arrival: J += (|D| - J) / 16.
+      const transit = arrivalMicros - data.readDoubleBE(at + 20);
       if (lastTransit !== null) jitter += (Math.abs(transit - lastTransit) - jitter) / 16;
       lastTransit = transit;
-      delay.add(transit);
+      delay.add(transit / 1e6);
       // The last one missing behind the FINs came: nothing more can.
       if (sequences.received >= expected) finish();
     };
@@ -193,19 +171,26 @@ interface Receiving {
   close(): void;
 }
 
-type Take = (data: Buffer, at: number, length: number, arrival: number) => void;
+type Take = (data: Buffer, at: number, length: number, arrivalMicros: number, stamped: boolean) => void;
 
-/** recvmmsg: every datagram waiting in the socket, RECEIVE_BATCH per call, when it is readable. Null where it cannot load. */
+/**
+ * recvmmsg: every datagram waiting in the socket, RECEIVE_BATCH per call, when it is readable,
+ * each with the kernel's timestamp of its arrival. Null where it cannot load.
+ */
 function receiveBatched(input: UdpChildInput, take: Take): Receiving | null {
-  const socket = BatchSocket.open(input.address, receiveBuffers(input.params));
+  const socket = BatchSocket.open(input.address, receiveBuffers(input.params), { timestamps: true });
   if (socket instanceof Error) return null;
   // A longer datagram (not of this leg) is cut to its slot: only its header is read.
   const slot = Math.max(input.params.udp!.packetSize, HEADER_BYTES);
+  const stamp = { seconds: 0, nanoseconds: 0 };
   return {
     ready(listening) {
-      socket.receive(socket.batch(RECEIVE_BATCH, slot), (batch, count) => {
-        const arrival = performance.now();
-        for (let i = 0; i < count; i++) take(batch.data, i * slot, batch.length(i), arrival);
+      socket.receive(socket.batch(RECEIVE_BATCH, slot, { control: true }), (batch, count) => {
+        // A batch holds what queued while the process was away: each datagram's time is the kernel's, not this read's.
+        for (let i = 0; i < count; i++) {
+          const stamped = batch.timestamp(i, stamp);
+          take(batch.data, i * slot, batch.length(i), stamped ? stamp.seconds * 1e6 + stamp.nanoseconds / 1e3 : nowMicros(), stamped);
+        }
       });
       listening(socket.port());
     },
@@ -218,7 +203,7 @@ function receiveBatched(input: UdpChildInput, take: Take): Receiving | null {
 function receiveDgram(input: UdpChildInput, take: Take, reject: (error: Error) => void): Receiving {
   const socket = open(input.address, input.params, 'receiver');
   socket.on('error', reject);
-  socket.on('message', (message: Buffer) => take(message, 0, message.length, performance.now()));
+  socket.on('message', (message: Buffer) => take(message, 0, message.length, nowMicros(), false));
   return {
     ready: (listening) => socket.bind({ address: input.address, port: 0 }, () => listening(socket.address().port)),
     buffers: () => buffers(socket),

@@ -66,6 +66,8 @@ export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSi
             lost,
             outOfOrder: (end.streams ?? []).reduce((n, s) => n + (s.udp?.out_of_order ?? 0), 0),
             jitterSeconds: (sum.jitter_ms ?? 0) / 1000,
+            // iperf3 reads its clock after each recv(): the time its process read the datagram.
+            arrivalTimes: 'process' as const,
           },
     socketBuffers: json.start?.sndbuf_actual !== undefined && json.start.rcvbuf_actual !== undefined ? { sendBytes: json.start.sndbuf_actual, receiveBytes: json.start.rcvbuf_actual } : undefined,
     version: json.start?.version,
