@@ -17,6 +17,9 @@ export interface IrttStats {
   timer_error: { mean: number; max: number; median?: number };
   ipdv_round_trip: { median?: number; mean: number };
   server_processing_time: { mean: number; median?: number; max: number };
+  /** Round trips whose request irtt's server got (it says so in its replies), and replies the client got. */
+  server_packets_received: number;
+  packets_received: number;
 }
 
 const PORT = 2112;
