@@ -77,7 +77,8 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
   // per-flow share is a property of the tool. What is: the flows' sum matches bare iperf3's fan-in
   // on the same hosts (alternating), and each flow's figure is the traffic of its own sender, as
   // the kernel counted it on that sender's eth1 (read by the test around each niclab job).
-  for (const senders of [['A', 'B'], ['A', 'B', 'C']] as const) {
+  // A,B,C -> D only: A,B -> D asserted the same on a subset of the same paths (folded for the budget).
+  for (const senders of [['A', 'B', 'C']] as const) {
     test(`${senders.join(',')} -> D: the sum within 5% of bare iperf3's fan-in on the same hosts (alternating); each flow's bytes are what its own sender's eth1 sent, as the kernel counted; a receiver of its own per sender`, async (ctx) => {
       const paths = senders.map((s) => [s, 'D'] as [string, string]);
       const sent: number[][] = [];
