@@ -6,9 +6,9 @@ import { FIGURES, NOT_FIGURES } from '@niclab/shared/domain/figures/catalogue';
 import { FLEET_FAMILIES, LINK_FAMILIES } from '@niclab/api/metric-families';
 import { loadOpenApi } from '@niclab/shared/runtime/openapi';
 import { README, withFigures } from '../gen-figures.js';
-import { COLUMNS } from '@niclab/shared/domain/figures/columns';
 import { METRIC_NAMES } from '@niclab/shared/domain/figure-directions';
 import { LEG_COLUMNS } from '@niclab/shared/domain/report';
+import { COLUMNS, HISTORY_COLUMNS } from '@niclab/shared/domain/figures/columns';
 
 /**
  * The figure catalogue covers everything niclab reports: every numeric field of the contract's
@@ -95,6 +95,12 @@ test("the comparison's figures are the contract's MetricName, each a column of a
   assert.deepEqual([...METRIC_NAMES].sort(), [...(schemas.MetricName.enum as string[])].sort());
   for (const c of COLUMNS.filter((col) => col.run)) assert.notEqual(c.figure.better, null, `${c.name}: a compared figure has a better way`);
   assert.equal(new Set(COLUMNS.map((c) => c.name)).size, COLUMNS.length, 'column names are unique');
+});
+
+test("the history's figures of a flow are exactly the catalogue's history columns (the contract's RunSummary flows)", () => {
+  const flow = schemas.RunSummary.properties.flows.items;
+  const figures = Object.keys(flow.properties).filter((name) => !['flowIndex', 'direction', 'src', 'dst', 'pathVerified'].includes(name));
+  assert.deepEqual(figures.sort(), HISTORY_COLUMNS.map((c) => c.name).sort());
 });
 
 test("a report leg's figures are exactly the catalogue's per-flow columns (the contract's LegFigures)", () => {

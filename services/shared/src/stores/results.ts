@@ -4,7 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Job, Run } from '../domain/contract.js';
-import { roundTrips } from '../domain/figure-directions.js';
+import { historyFigures } from '../domain/figures/columns.js';
 import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
@@ -32,12 +32,8 @@ export function summarizeRun(job: Job, run: Run): RunSummary {
         direction: f.direction,
         src,
         dst,
-        bitsPerSecond: f.bitsPerSecond,
-        retransmits: f.retransmits,
-        udpLossRatio: f.udp?.lossRatio ?? null,
-        jitterSeconds: f.udp?.jitterSeconds ?? null,
-        transactionsPerSecond: f.rr?.transactionsPerSecond ?? null,
-        rttP50Seconds: roundTrips(f)?.p50 ?? null,
+        // The history's figures are the catalogue's columns (figures/columns.ts), read as a report leg reads them.
+        ...historyFigures(f),
         pathVerified: f.pathVerified,
       };
     }),

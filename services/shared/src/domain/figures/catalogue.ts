@@ -450,7 +450,7 @@ export const FIGURES: readonly Figure[] = [
     unit: 'datagrams', display: WHOLE('datagrams'), better: null, domain: COUNT,
     kinds: ['probe'], engines: BUILTIN,
     computed: "The sender's counts; reflected is the far end's count of distinct datagrams, clamped to [received, sent].",
-    reference: { kind: 'closed-form', against: 'a far end that reflected 95 of 100 with 90 back', test: 'test/engines/probe-stats.test.ts', case: 'loss per direction' },
+    reference: { kind: 'kernel', against: "Udp InDatagrams at the reflector's and the sender's namespaces over the job, less irtt's own counts beside it", test: LAB_PROBE, case: "the probe's counts per direction are the kernel's" },
     answers: { zero: 'A phase of no slot has none.', directions: 'Per phase.', flows: 'Per probe flow.', stall: 'A slot the sender missed is not sent (its lateness says so).', wire: 'Datagrams.' },
     fields: ['FlowResult.probe.*.sent', 'FlowResult.probe.*.reflected', 'FlowResult.probe.*.received', 'FlowResult.probe.*.duplicates', 'FlowResult.probe.*.outOfOrder'],
   },

@@ -87,3 +87,20 @@ export const COLUMNS: readonly Column[] = [
 export function columnOf(name: string): Column | undefined {
   return COLUMNS.find((c) => c.name === name);
 }
+
+/**
+ * The figures the history keeps of each flow of a run (its summary in /v1/results, the CSV and
+ * OpenMetrics exports): these columns, read off the flow as a report leg reads them.
+ */
+export const HISTORY_COLUMN_NAMES = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds'] as const;
+export type HistoryColumnName = (typeof HISTORY_COLUMN_NAMES)[number];
+export const HISTORY_COLUMNS: readonly Column[] = HISTORY_COLUMN_NAMES.map((name) => {
+  const found = COLUMNS.find((c) => c.name === name);
+  if (!found?.flow) throw new Error(`figures/columns.ts: the history's ${name} is no per-flow column`);
+  return found;
+});
+
+/** A flow's history figures, as the catalogue's columns read them (null where the flow has none). */
+export function historyFigures(flow: FlowResult): Record<HistoryColumnName, number | null> {
+  return Object.fromEntries(HISTORY_COLUMNS.map((c) => [c.name, c.flow!(flow) ?? null])) as Record<HistoryColumnName, number | null>;
+}
