@@ -316,5 +316,5 @@ test('builtin refuses rr over UDP and too-small UDP datagrams, with reasons; TCP
   assert.match(canRun({ ...base, protocol: 'udp', udp: { packetSize: 20, rate: { packetsPerSecond: 10 } } } as never, []).join(), /at least 28/);
   assert.deepEqual(canRun({ ...base, protocol: 'udp', udp: { packetSize: 1500, rate: { packetsPerSecond: 10 } }, socketBuffer: 65536 } as never, []), []);
   // This host can set TCP socket buffers (koffi loads libc), so its probe lists nothing unsupported.
-  assert.deepEqual(await engine.probe(), { available: true, version: `niclab builtin (node ${process.version})` });
+  assert.deepEqual(await engine.capabilities(), { available: true, version: `niclab builtin (node ${process.version})` });
 });

@@ -44,8 +44,8 @@ async function assertGone(pids: number[]) {
 
 for (const engine of Object.values(ENGINES)) {
   describe(`engine contract: ${engine.name}`, () => {
-    test('probe says it is available', async () => {
-      assert.equal((await engine.probe()).available, true);
+    test('capabilities say it is available', async () => {
+      assert.equal((await engine.capabilities()).available, true);
     });
 
     test('a TCP stream: both ends report nttcp figures, the bytes agree, intervals are sampled', async () => {

@@ -132,6 +132,14 @@ test('each test kind is branched on by name only in its own module (services/sha
   assert.deepEqual(offenders, []);
 });
 
+test('services/shared/src/domain is pure: no I/O, no Redis, no process plumbing (node:net for address parsing only)', () => {
+  const impure = /from '(?:node:(?!net')[\w/]+|ioredis|bullmq|(?:\.\.\/)+(?:runtime|stores)\/[^']*)'/;
+  const offenders = sources(join(SERVICES, 'shared/src/domain'))
+    .filter((file) => impure.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(SERVICES, file));
+  assert.deepEqual(offenders, [], 'a domain module that reads files, talks to Redis or runs processes belongs in runtime/ or stores/');
+});
+
 /**
  * Branching on a kind by the presence of its own fields (`params.rr ? ...`, `'probe' in x`,
  * `result.rr || result.probe`) is branching on the kind by another name. The places that still

@@ -9,7 +9,7 @@ import { Leases } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import type { Task } from '@niclab/shared/domain/task';
-import { taskProblems } from '@niclab/shared/domain/task-check';
+import { taskProblems } from '@niclab/shared/runtime/task-check';
 import { VERSION } from '@niclab/shared/runtime/version';
 import { probeEngines } from './engines/registry.js';
 import { primeDriverInfo, readInterfaces } from './interfaces.js';

@@ -6,7 +6,7 @@ import type { Logger } from '@niclab/shared/runtime/logger';
 import { publishJobEvent } from '@niclab/shared/stores/events';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
 import type { EndReport, Task } from '@niclab/shared/domain/task';
-import { taskProblems } from '@niclab/shared/domain/task-check';
+import { taskProblems } from '@niclab/shared/runtime/task-check';
 import type { Engine } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
@@ -53,7 +53,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   // The interface is read while Redis answers whether the run was abandoned: the end starts sooner.
   const iface = readInterface(task.interface);
   if (await channel.isAbandoned()) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  if (!task.tuning) return measure(task, engine, signal, deps, channel, diagnostics, report, log, iface);
+  if (!task.tuning) return measure({ task, engine, signal, deps, channel, diagnostics, report, log, reading: iface });
   if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
   const tuner = deps.tuner;
   try {
@@ -75,24 +75,28 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   };
   try {
     // Read again: tuning may change what the interface reports (its MTU).
-    return await measure(task, engine, signal, deps, channel, diagnostics, restoreThenReport, log, readInterface(task.interface));
+    return await measure({ task, engine, signal, deps, channel, diagnostics, report: restoreThenReport, log, reading: readInterface(task.interface) });
   } finally {
     await release();
   }
 }
 
+/** What one measurement works with: its task and engine, the run's channel, and how it reports. */
+interface Measurement {
+  task: Task;
+  engine: Engine;
+  signal: AbortSignal;
+  deps: ProcessorDeps;
+  channel: RunChannel;
+  diagnostics: EndDiagnostics;
+  report: (error: ErrorInfo | null, rest?: Partial<EndReport>) => Promise<EndReport>;
+  log: Logger;
+  /** The interface as it is read now (a run that tuned it reads it again after). */
+  reading: Promise<AgentInterface | null>;
+}
+
 /** The measurement itself: the interface checked, its counters read around the engine. */
-async function measure(
-  task: Task,
-  engine: Engine,
-  signal: AbortSignal,
-  deps: ProcessorDeps,
-  channel: RunChannel,
-  diagnostics: EndDiagnostics,
-  report: (error: ErrorInfo | null, rest?: Partial<EndReport>) => Promise<EndReport>,
-  log: Logger,
-  reading: Promise<AgentInterface | null>,
-): Promise<EndReport> {
+async function measure({ task, engine, signal, deps, channel, diagnostics, report, log, reading }: Measurement): Promise<EndReport> {
   const { redis, keys } = deps;
   const iface = await reading;
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });

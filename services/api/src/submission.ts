@@ -112,7 +112,7 @@ export async function submitJob(
   const registered = await agents.list();
   // A group is expanded against the inventory now: members offline or unmatched are skipped.
   const expanded = expandSpec(input, registered);
-  const spec = withDefaults(expanded.spec);
+  let spec = withDefaults(expanded.spec);
   const { expansion } = expanded;
   const { principal, firing = false } = owner;
   try {
@@ -122,7 +122,11 @@ export async function submitJob(
     return { errors: error.errors, spec, expansion, limit: error.extra.rule ?? 'limit' };
   }
   const errors = [...expanded.errors, ...submissionErrors(spec, registered)];
-  if (errors.length === 0 && spec.search) errors.push(...withSearchDefaults(spec, registered));
+  if (errors.length === 0 && spec.search) {
+    const searched = withSearchDefaults(spec, registered);
+    spec = searched.spec;
+    errors.push(...searched.errors);
+  }
   if (errors.length > 0) return { errors, spec, expansion };
   const id = randomUUID();
   const ownerName = principal.name;

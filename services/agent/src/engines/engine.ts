@@ -51,6 +51,6 @@ export interface EngineOutcome {
 export interface Engine {
   readonly name: EngineName;
   /** What this host can run (is the tool installed, which version). */
-  probe(): Promise<EngineInfo>;
+  capabilities(): Promise<EngineInfo>;
   run(task: Task, context: EngineContext): Promise<EngineOutcome>;
 }

@@ -15,6 +15,6 @@ export function engineFor(name: EngineName): Engine | undefined {
 
 /** What each engine can do on this host, for the agent's registration. */
 export async function probeEngines(): Promise<Record<string, EngineInfo>> {
-  const entries = await Promise.all(Object.values(ENGINES).map(async (engine) => [engine.name, await engine.probe()] as const));
+  const entries = await Promise.all(Object.values(ENGINES).map(async (engine) => [engine.name, await engine.capabilities()] as const));
   return Object.fromEntries(entries);
 }

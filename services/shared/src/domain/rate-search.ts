@@ -53,20 +53,20 @@ export function searchErrors(spec: JobSpec): FieldError[] {
 }
 
 /**
- * Fills in the search's defaults, so the stored job shows them; `max` depends on the inventory: it defaults to the slowest sending interface's
- * link speed (as payload bits/s, so above any rate the link carries). An error names
- * `search.max` where a sender's driver reports no speed.
+ * The spec with its search's defaults filled in, so the stored job shows them (spec in, spec
+ * out, as the other `with…` helpers): `max` depends on the inventory: it defaults to the
+ * slowest sending interface's link speed (as payload bits/s, so above any rate the link
+ * carries). An error names `search.max` where a sender's driver reports no speed.
  */
-export function withSearchDefaults(spec: JobSpec, agents: Agent[]): FieldError[] {
+export function withSearchDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] } {
   const search = { min: searchDefaults.min, ...(spec.search!.target === 'pdr' ? { lossRatio: searchDefaults.lossRatio } : {}), ...spec.search! };
-  spec.search = search;
-  if (search.max) return [];
-  const senders = sweepPoints(spec).flatMap((point) => legsOf(spec, point).map((leg) => leg.sender));
+  const defaulted = { ...spec, search };
+  if (search.max) return { spec: defaulted, errors: [] };
+  const senders = sweepPoints(defaulted).flatMap((point) => legsOf(defaulted, point).map((leg) => leg.sender));
   const speeds = senders.map((end) => ({ end, speed: agents.find((a) => a.id === end.agent)?.interfaces.find((i) => i.name === end.interface)?.speedBitsPerSecond ?? null }));
   const unknown = speeds.find((s) => s.speed === null);
-  if (unknown) return [{ field: 'body.search.max', message: `is required: ${unknown.end.agent}:${unknown.end.interface} reports no link speed` }];
-  spec.search = { ...search, max: { bitsPerSecond: Math.min(...speeds.map((s) => s.speed!)) } };
-  return [];
+  if (unknown) return { spec: defaulted, errors: [{ field: 'body.search.max', message: `is required: ${unknown.end.agent}:${unknown.end.interface} reports no link speed` }] };
+  return { spec: { ...defaulted, search: { ...search, max: { bitsPerSecond: Math.min(...speeds.map((s) => s.speed!)) } } }, errors: [] };
 }
 
 /** The sweep point a trial belongs to: its point without the offered rate. */

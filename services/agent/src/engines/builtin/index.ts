@@ -15,7 +15,7 @@ const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: sibling
 export const builtinEngine: Engine = {
   name: 'builtin',
 
-  async probe() {
+  async capabilities() {
     // TCP socket buffers go through koffi (setsockopt on the socket's fd), which this host may lack.
     const tcpSocketBuffer = tcpSocketBufferSupport();
     return { available: true, version: `niclab builtin (node ${process.version})`, ...(tcpSocketBuffer ? { unsupported: { tcpSocketBuffer } } : {}) };

@@ -87,7 +87,7 @@ function failure(outcome: ProcessOutcome, json: Iperf3Json | null): ErrorInfo {
 export const iperf3Engine: Engine = {
   name: 'iperf3',
 
-  async probe() {
+  async capabilities() {
     return (await probeIperf3()).info;
   },
 

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { ValidateFunction } from 'ajv';
-import { compileSchema, createAjv, fieldErrors } from '../runtime/openapi.js';
-import { tuningErrors, type Tuning } from './tuning-rules.js';
+import { compileSchema, createAjv, fieldErrors } from './openapi.js';
+import { tuningErrors, type Tuning } from '../domain/tuning-rules.js';
 
 const spec = (field: string) => ({ $ref: `#/components/schemas/JobSpec/properties/${field}` });
 
