@@ -36,9 +36,9 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'udp-reorder-undercounted',
     what: 'the builtin UDP receiver counts a datagram out of order only when it is more than one behind the highest seen',
-    file: UDP_CHILD,
-    from: 'if (seq < highest) outOfOrder += 1;',
-    to: 'if (seq < highest - 1) outOfOrder += 1;',
+    file: 'services/agent/src/engines/builtin/udp-sequences.ts',
+    from: 'if (seq < (this.highest[stream] ?? -1)) this.outOfOrder += 1;',
+    to: 'if (seq < (this.highest[stream] ?? -1) - 1) this.outOfOrder += 1;',
     tests: ['test/engines/udp-reorder.test.ts'],
   },
   {
@@ -98,8 +98,8 @@ export const MUTANTS: Mutant[] = [
     id: 'ends-swapped',
     what: "the coordinator files the receiver's report as the sender's and the sender's as the receiver's",
     file: 'services/coordinator/src/run-execution.ts',
-    from: 'flowResult(job.spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i))',
-    to: 'flowResult(job.spec.flows[leg.flowIndex]!, leg, this.receivers.get(i), this.senders.get(i))',
+    from: 'flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex))',
+    to: 'flowResult(spec.flows[leg.flowIndex]!, leg, this.receivers.get(i), this.senders.get(i), this.wire(leg.flowIndex))',
     tests: ['test/e2e/loopback.test.ts'],
   },
   {
@@ -199,8 +199,8 @@ export const MUTANTS: Mutant[] = [
     id: 'agent-body-off-contract',
     what: 'GET /v1/agents/{id} answers a body the contract does not allow',
     file: 'services/api/src/handlers/agents.ts',
-    from: '  return { status: 200, body: agent };',
-    to: "  return { status: 200, body: { ...agent, online: 'yes' } };",
+    from: '  return { status: 200, body: withLease! };',
+    to: "  return { status: 200, body: { ...withLease!, online: 'yes' } as never };",
     tests: ['test/api/fuzz.test.ts'],
   },
   {
@@ -589,6 +589,15 @@ export const MUTANTS: Mutant[] = [
     to: "const own = stat(sender, 'tx_packets');",
     tests: ['test/coordinator/attribution.test.ts', 'test/lab/attribution.test.ts'],
     pattern: 'network place|tiny socket buffer',
+  },
+  {
+    id: 'network-above-lost',
+    what: 'the network place counts a frame of other traffic its peer did not see as a lost datagram: a clean run with nothing lost shows network 1, unexplained -1',
+    file: ATTRIBUTION,
+    from: 'if (frames === 1) return Math.min(Math.max(0, udp.lost), framesLost);',
+    to: 'if (frames === 1) return framesLost;',
+    tests: ['test/coordinator/attribution.test.ts'],
+    pattern: 'nothing lost',
   },
   {
     id: 'delay-histogram-1s',
