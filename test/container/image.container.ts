@@ -65,7 +65,7 @@ describe('the niclab image, built and run with podman', { skip }, () => {
       const job = await client.succeed({ engine, duration: 1, flows: [{ from: { agent: 'ctr', interface: 'lo' }, to: { agent: 'ctr', interface: 'lo' } }] }, 60_000);
       const [f] = job.runs[0].flows;
       assert.ok(f.bitsPerSecond > 0, `${engine}: ${f.bitsPerSecond}`);
-      assert.equal(f.pathVerified, true);
+      assert.equal(f.pathVerified, true, `${engine}: sender ${f.sender?.bytes} B; the named interfaces counted ${JSON.stringify(f.nic)}`);
     }
   });
 

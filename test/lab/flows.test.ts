@@ -186,7 +186,7 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     assert.equal(reverse.diagnostics.sender.agent, 'D');
   });
 
-  test('A -> D, builtin TCP and iperf3 TCP: they agree within 3% on a 100 Mbit link and each is within 5% of bare iperf3 (5 alternating rounds), below the link rate; both measure CPU at both ends; the builtin\'s bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
+  test('A -> D, builtin TCP and iperf3 TCP: they agree within 3% on a 100 Mbit link and each is within 5% of bare iperf3 (3 alternating rounds), below the link rate; both measure CPU at both ends; the builtin\'s bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
     const spec = (engine: string) => ({ engine, duration: 4, flows: [flow('A', 'D')] });
     // A's RetransSegs is read around each builtin run only: the other tools' retransmits are not its.
     const retransSegs = () => snmpCounter(host('A').namespace, 'Tcp', 'RetransSegs');
@@ -199,7 +199,7 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     };
     // Both engines' figures pass through the same flowResult, so their agreement alone proves
     // nothing about it: bare iperf3 on the same path is the third party.
-    const { medians, ratio, all, jobs } = await alternate({ builtin, iperf3: niclab(spec('iperf3')), bare: bare([['A', 'D']], 4) }, 5);
+    const { medians, ratio, all, jobs } = await alternate({ builtin, iperf3: niclab(spec('iperf3')), bare: bare([['A', 'D']], 4) }, 3);
     const engines = ratio('builtin', 'iperf3');
     const reported = jobs.builtin!.map((job) => job.runs[0].flows[0].retransmits as number);
     ctx.diagnostic(`A->D builtin/iperf3 median pair ratio ${engines.toFixed(3)}, builtin/bare ${ratio('builtin', 'bare').toFixed(3)}, iperf3/bare ${ratio('iperf3', 'bare').toFixed(3)}; medians builtin ${medians.builtin![0]!.toFixed(1)}, iperf3 ${medians.iperf3![0]!.toFixed(1)}, bare ${medians.bare![0]!.toFixed(1)} Mbit/s (${all}); builtin retransmits ${reported.join('+')}, namespace A's RetransSegs +${kernel}`);
