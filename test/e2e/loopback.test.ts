@@ -88,8 +88,9 @@ test('a TCP job over loopback goes queued -> running -> succeeded with both ends
 });
 
 test('request/response (rr) through the API: a sweep of message sizes, each with round-trip percentiles', async () => {
+  // 2 s a point: a sender that came up late on a loaded machine made 1 transaction in a 1 s run.
   const job = await client.succeed({
-    engine: 'builtin', test: 'rr', duration: 1, noDelay: true, rr: { requestSize: 1 },
+    engine: 'builtin', test: 'rr', duration: 2, noDelay: true, rr: { requestSize: 1 },
     sweep: { responseSize: [1, 65536] }, flows: [{ from: lo('e2e'), to: lo('e2e') }],
   });
   assert.deepEqual(job.spec.rr, { requestSize: 1, responseSize: 1 }, 'the stored job shows the defaults');

@@ -11,8 +11,13 @@ export type TestEngine = NonNullable<(typeof ENGINES)['builtin']>;
 export async function enginePair(
   engine: TestEngine,
   params: EngineParams,
-  options: { runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void>; startInMs?: number } = {},
+  options: {
+    runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void>; startInMs?: number;
+    /** Wraps each end's start (engine.run, which forks its child at once): e.g. test/helpers/no-koffi.ts's withoutKoffi. */
+    spawnWith?: (start: () => Promise<EngineOutcome>) => Promise<EngineOutcome>;
+  } = {},
 ): Promise<[EngineOutcome, EngineOutcome]> {
+  const spawnWith = options.spawnWith ?? ((start) => start());
   const ids = { jobId: '00000000-0000-4000-8000-000000000001', runId: options.runId ?? '00000000-0000-4000-8000-000000000002', leg: 0 };
   const signal = options.signal ?? new AbortController().signal;
   const spawned = (pid: number) => options.pids?.push(pid);
@@ -20,10 +25,10 @@ export async function enginePair(
   let ready!: (port: number) => void;
   const port = new Promise<number>((resolve) => (ready = resolve));
   const receiverTask: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params, interface: 'lo', deadline };
-  const receiver = engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned });
+  const receiver = spawnWith(() => engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned }));
   const peerPort = await port;
   await options.beforeSend?.(peerPort);
   const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + (options.startInMs ?? 100) };
-  const sender = engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned });
+  const sender = spawnWith(() => engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned }));
   return Promise.all([sender, receiver]);
 }

@@ -22,21 +22,27 @@ export interface IrttStats {
   packets_received: number;
 }
 
-const PORT = 2112;
+/** Where irtt runs: a lab host (its namespace), or this host's own stack (no namespace), on a port of its own or 2112. */
+export type IrttHost = Pick<LabHost, 'address'> & { namespace?: string; port?: number };
 
-/** irtt's server on a lab host's address (a reference for round trips); stop it with kill(). */
-export function irttServer(host: LabHost): ChildProcess {
-  return spawn('ip', ['netns', 'exec', host.namespace, 'irtt', 'server', '-b', `${host.address}:${PORT}`], { stdio: 'ignore' });
+const PORT = 2112;
+/** `argv` run in `host`'s namespace, or here. */
+const inHost = (host: IrttHost, argv: string[]): [string, string[]] => (host.namespace ? ['ip', ['netns', 'exec', host.namespace, ...argv]] : [argv[0]!, argv.slice(1)]);
+
+/** irtt's server on a host's address (a reference for round trips); stop it with kill(). */
+export function irttServer(host: IrttHost): ChildProcess {
+  return spawn(...inHost(host, ['irtt', 'server', '-b', `${host.address}:${host.port ?? PORT}`]), { stdio: 'ignore' });
 }
 
-/** irtt's server (see irttServer), once its socket is bound in the host's namespace. */
-export async function startIrttServer(host: LabHost): Promise<ChildProcess> {
+/** irtt's server (see irttServer), once its socket is bound. */
+export async function startIrttServer(host: IrttHost): Promise<ChildProcess> {
   const server = irttServer(host);
   const deadline = Date.now() + 10_000;
-  while (!(await command('ip', ['netns', 'exec', host.namespace, 'ss', '-Hlun', `sport = :${PORT}`])).trim()) {
+  const [file, args] = inHost(host, ['ss', '-Hlun', `sport = :${host.port ?? PORT}`]);
+  while (!(await command(file, args)).trim()) {
     if (server.exitCode !== null || Date.now() > deadline) {
       server.kill();
-      throw new Error(`irtt server on ${host.namespace} did not listen on ${PORT}`);
+      throw new Error(`irtt server on ${host.namespace ?? 'this host'} did not listen on ${host.port ?? PORT}`);
     }
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -51,11 +57,11 @@ const MAX_SECONDS = 600;
  * `seconds`): stopped with SIGINT, on which irtt still prints its results. Each round trip with
  * its send time, and irtt's own stats.
  */
-export function irttStart(from: LabHost, to: LabHost, everyMs = 10, seconds = MAX_SECONDS): { stop(): Promise<{ samples: RttSample[]; stats: IrttStats }>; done: Promise<{ samples: RttSample[]; stats: IrttStats }> } {
+export function irttStart(from: IrttHost, to: IrttHost, everyMs = 10, seconds = MAX_SECONDS): { stop(): Promise<{ samples: RttSample[]; stats: IrttStats }>; done: Promise<{ samples: RttSample[]; stats: IrttStats }> } {
   // irtt writes its JSON on SIGINT only to a file: to `-o -` an interrupted client writes nothing.
   const dir = mkdtempSync(join(tmpdir(), 'niclab-irtt-'));
   const output = join(dir, 'irtt.json');
-  const child = spawn('ip', ['netns', 'exec', from.namespace, 'irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', output, `${to.address}:${PORT}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(...inHost(from, ['irtt', 'client', '-i', `${everyMs}ms`, '-d', `${seconds}s`, '-Q', '-o', output, `${to.address}:${to.port ?? PORT}`]), { stdio: ['ignore', 'ignore', 'pipe'] });
   const done = new Promise<{ samples: RttSample[]; stats: IrttStats }>((resolve, reject) => {
     let errors = '';
     child.stderr.on('data', (c: Buffer) => (errors += c));
@@ -85,12 +91,12 @@ export function irttStart(from: LabHost, to: LabHost, everyMs = 10, seconds = MA
 }
 
 /** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs` (see irttStart). */
-export function irttRun(from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
+export function irttRun(from: IrttHost, to: IrttHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
   return irttStart(from, to, everyMs, seconds).done;
 }
 
 /** irtt from `from` to `to` for as long as `work` takes: what `work` gave, and irtt's round trips over it. */
-export async function irttDuring<T>(from: LabHost, to: LabHost, work: () => Promise<T>, everyMs = 10): Promise<[T, RttSample[]]> {
+export async function irttDuring<T>(from: IrttHost, to: IrttHost, work: () => Promise<T>, everyMs = 10): Promise<[T, RttSample[]]> {
   const irtt = irttStart(from, to, everyMs);
   try {
     const result = await work();
@@ -101,8 +107,16 @@ export async function irttDuring<T>(from: LabHost, to: LabHost, work: () => Prom
   }
 }
 
+/** irtt from `from` to `to` until `done` settles (see irttStart): its round trips, and its stats (one run). */
+export async function irttUntil(from: IrttHost, to: IrttHost, done: Promise<unknown>, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats[] }> {
+  const irtt = irttStart(from, to, everyMs);
+  await done.catch(() => undefined);
+  const { samples, stats } = await irtt.stop();
+  return { samples, stats: [stats] };
+}
+
 /** irtt's round trips only (see irttRun). */
-export const irttClient = async (from: LabHost, to: LabHost, seconds: number, everyMs = 10): Promise<RttSample[]> => (await irttRun(from, to, seconds, everyMs)).samples;
+export const irttClient = async (from: IrttHost, to: IrttHost, seconds: number, everyMs = 10): Promise<RttSample[]> => (await irttRun(from, to, seconds, everyMs)).samples;
 
 /** The q-quantile of `values` (nearest rank). */
 export const quantile = (values: number[], q: number): number => {

@@ -616,4 +616,13 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/engines/builtin-udp.test.ts'],
     pattern: 'closed form',
   },
+  {
+    id: 'probe-process-arrival',
+    what: "the probe takes the time its event loop read a datagram as its arrival (at both ends): each round trip carries two wake-ups, 0.3 ms over ping's on an idle loopback",
+    file: 'services/agent/src/engines/builtin/probe-socket.ts',
+    from: 'const at = stamped ? BigInt(this.stamp.seconds) * 1_000_000_000n + BigInt(this.stamp.nanoseconds) - offset : now();',
+    to: 'const at = now();',
+    tests: ['test/engines/probe-loopback.test.ts'],
+    pattern: 'ping',
+  },
 ];

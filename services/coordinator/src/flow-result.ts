@@ -96,5 +96,7 @@ function probeFigures(sender: EndReport | undefined, receiver: EndReport | undef
   const reflector = receiver?.reflector ?? null;
   const sharedClock = Boolean(sender.bootId && sender.bootId === receiver?.bootId);
   const figures = withReflector(sender.probe, reflector, sharedClock);
-  return { ...figures, socketDrops: { ...figures.socketDrops, reflector: reflector?.rcvbufErrors ?? null } };
+  const out: ProbeFigures = { ...figures, socketDrops: { ...figures.socketDrops, reflector: reflector?.rcvbufErrors ?? null } };
+  if (figures.arrivalTimes) out.arrivalTimes = { ...figures.arrivalTimes, reflector: reflector?.arrivalTimes ?? null };
+  return out;
 }

@@ -7,6 +7,8 @@ export interface ProbeReflector {
   loaded: ReflectorCounts;
   idle?: ReflectorCounts;
   rcvbufErrors: number | null;
+  /** Whether its arrival times (the start of each dwell) were the kernel's timestamps or when it read them. */
+  arrivalTimes?: 'kernel' | 'process';
 }
 
 /** The measurement parameters of one run, after the sweep point is applied. */

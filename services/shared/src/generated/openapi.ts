@@ -1323,6 +1323,8 @@ export interface components {
             start: number;
             end: number;
             bitsPerSecond: number;
+            /** @description UDP: the receiver's RFC 3550 interarrival jitter as it stood at the interval's end (as iperf3's interval jitter). */
+            jitterSeconds?: number;
         };
         UdpFigures: {
             sent: number;
@@ -1452,6 +1454,29 @@ export interface components {
             packetSize: number;
             /** @enum {string} */
             clock: "shared" | "separate";
+            /**
+             * @description Where each end's arrival times come from (the sender's of the reflections, the
+             *     reflector's of the probes, which start its dwell): `kernel`, the kernel's receive
+             *     timestamp of each datagram (SO_TIMESTAMPNS), so neither process's wake-up is in a
+             *     round trip; `process`, the time the process read it (Node's dgram, where the batched
+             *     socket cannot load), which adds both ends' wake-ups to the round trip. `reflector` is
+             *     null when the far end did not say.
+             */
+            arrivalTimes?: {
+                /** @enum {string} */
+                sender: "kernel" | "process";
+                /** @enum {string|null} */
+                reflector: "kernel" | "process" | null;
+            };
+            /**
+             * @description Where the sender's send times come from: `kernel`, the kernel's timestamp of each
+             *     datagram as it entered the packet scheduler (SO_TIMESTAMPING, TX_SCHED: before any
+             *     queue on the way out, after the process's own delays); `process`, read just before
+             *     the send's system call. The reflector's (the end of its dwell) are always read just
+             *     before its system call: they travel in the datagram they time.
+             * @enum {string}
+             */
+            sendTimes?: "kernel" | "process";
             /** @description The datagrams sent under load (all of them without an idle baseline). */
             loaded: components["schemas"]["ProbePhase"];
             /** @description How late each send was against its slot (start + i x interval): the probe's own timing, so a late schedule is the probe's fault, not the path's. */

@@ -9,8 +9,13 @@ export class IntervalSampler {
   private sampledBytes = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  /** `bytes` reads the receiver's running byte count; `live` hears each sample as it is taken. */
-  constructor(private readonly seconds: number, private readonly bytes: () => number, private readonly live?: (sample: Interval) => void) {}
+  /** `bytes` reads the receiver's running byte count; `live` hears each sample as it is taken; `more` adds figures of the moment (a UDP receiver's jitter). */
+  constructor(
+    private readonly seconds: number,
+    private readonly bytes: () => number,
+    private readonly live?: (sample: Interval) => void,
+    private readonly more?: () => Partial<Interval>,
+  ) {}
 
   /** At the first byte (a performance.now() instant). */
   start(now: number): void {
@@ -36,7 +41,7 @@ export class IntervalSampler {
     const seconds = (now - this.sampledAt) / 1000;
     if (seconds <= 0.001) return;
     const bytes = this.bytes();
-    const sample = { start: (this.sampledAt - this.firstAt) / 1000, end: (now - this.firstAt) / 1000, bitsPerSecond: ((bytes - this.sampledBytes) * 8) / seconds };
+    const sample = { start: (this.sampledAt - this.firstAt) / 1000, end: (now - this.firstAt) / 1000, bitsPerSecond: ((bytes - this.sampledBytes) * 8) / seconds, ...this.more?.() };
     this.intervals.push(sample);
     this.live?.(sample);
     this.sampledBytes = bytes;

@@ -4,10 +4,9 @@
  * drifts), the receiver reflects each one with its own receive and send times. Times are
  * CLOCK_MONOTONIC (process.hrtime), which every process on one kernel boot reads alike, network
  * namespaces included: the coordinator keeps one-way delays only when the two ends' boot ids match.
+ * Arrivals are the kernel's timestamps (probe-socket.ts), so neither end's wake-up is in a round trip.
  */
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { isIPv6 } from 'node:net';
 import { setPriority } from 'node:os';
 import { endFigures } from '@niclab/shared/domain/figures';
 import { probePhase, rttIncrease, type ProbeSample, type ReflectorCounts } from '@niclab/shared/domain/probe-stats';
@@ -18,6 +17,7 @@ import type { UdpChildInput } from './udp-child.js';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { EngineFailure } from '../child-protocol.js';
 import { parseSnmp } from '../../host-counters.js';
+import { openProbeSocket } from './probe-socket.js';
 
 /** As a UDP stream's: a reflector answers only datagrams that carry its leg's token. */
 export type ProbeChildInput = UdpChildInput;
@@ -50,16 +50,14 @@ function rcvbufErrors(): number | null {
 }
 const delta = (before: number | null, after: number | null) => (before === null || after === null ? null : after - before);
 
-const open = (address: string): Socket => createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4' });
-
 /** Reflects every datagram of its leg until the sender's FIN (or the run's end), counting each phase. */
-function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildResult> {
+async function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildResult> {
   const { packetSize, interval } = input.params.probe!;
   const slots = Math.round((input.params.duration * 1000) / interval);
   const seen = new Uint8Array(Math.ceil(slots / 8) + 1);
   const counts: Record<'loaded' | 'idle', ReflectorCounts> = { loaded: { reflected: 0, duplicates: 0 }, idle: { reflected: 0, duplicates: 0 } };
   const drops0 = rcvbufErrors();
-  const socket = open(input.address);
+  const socket = await openProbeSocket(input.address, Math.max(packetSize, PROBE_HEADER_BYTES));
   return new Promise((resolve, reject) => {
     let firstAt = 0;
     let lastAt = 0;
@@ -72,18 +70,18 @@ function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildResult> 
       clearTimeout(giveUp);
       clearTimeout(nothing);
       socket.close();
+      const failure = socket.failure();
+      if (failure) return reject(failure);
       const received = counts.loaded.reflected + counts.idle.reflected;
       resolve({
         figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: [],
-        reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()) },
+        reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()), arrivalTimes: socket.arrivalTimes() },
       });
     };
     // A sender that never came: stop when it must have finished.
     const nothing = setTimeout(finish, (input.params.duration + 10) * 1000);
-    socket.on('error', reject);
-    socket.on('message', (data: Buffer, from: RemoteInfo) => {
-      const at = now();
+    socket.onDatagram((data, at, from) => {
       if (finished || data.length < PROBE_HEADER_BYTES || data.readUInt32BE(0) !== MAGIC || data.readUInt32BE(4) !== input.token) return;
       const seq = data.readUInt32BE(8);
       if (seq === FIN) return finish();
@@ -107,25 +105,23 @@ function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildResult> 
       }
       data[12] = data[12]! | REFLECTED;
       data.writeBigUInt64BE(at, 24);
-      data.writeBigUInt64BE(now(), 32);
-      socket.send(data, from.port, from.address);
+      // The dwell ends at the send's system call: the time it took this process to wake is dwell, not path.
+      socket.send(data, 32, from);
     });
-    socket.bind({ address: input.address, port: 0 }, () => send({ type: 'ready', port: socket.address().port }));
+    send({ type: 'ready', port: socket.port() });
   });
 }
 
 /** Sends on the slots, takes the reflections, and after the last slot waits for late ones (irtt: 3 x the longest round trip). */
 async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
   const { packetSize, interval } = input.params.probe!;
-  const socket = open(input.address);
+  // Its sends as the kernel stamps them: the reflector's cannot be (its send time travels in the datagram it stamps).
+  const socket = await openProbeSocket(input.address, Math.max(packetSize, PROBE_HEADER_BYTES), true);
   const lateness: number[] = [];
   const seen = { idle: { duplicates: 0, outOfOrder: 0 }, loaded: { duplicates: 0, outOfOrder: 0 } };
   let highest = -1;
   let maxRtt = 0;
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.bind({ address: input.address, port: 0 }, () => socket.connect(input.peer!.port, input.peer!.address, () => resolve()));
-  });
+  await socket.connect(input.peer!.address, input.peer!.port);
   const drops0 = rcvbufErrors();
   const wait = (input.startAt ?? 0) - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -139,10 +135,7 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
   const slots = Math.max(0, Math.round((input.params.duration * 1000 - startLateMs) / interval));
   const samples: ProbeSample[] = Array.from({ length: slots }, (_, seq) => ({ seq }));
   const sentAt = new BigUint64Array(slots);
-  let asyncError: Error | null = null;
-  socket.on('error', (error) => (asyncError ??= error));
-  socket.on('message', (data: Buffer) => {
-    const at = now();
+  socket.onDatagram((data, at) => {
     if (data.length < PROBE_HEADER_BYTES || data.readUInt32BE(0) !== MAGIC || data.readUInt32BE(4) !== input.token || !(data[12]! & REFLECTED)) return;
     const seq = data.readUInt32BE(8);
     if (seq >= slots) return;
@@ -174,11 +167,9 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
         const slot = next * interval;
         payload.writeUInt32BE(next, 8);
         payload[12] = slot < idleMs ? IDLE : 0;
-        at = now();
-        payload.writeBigUInt64BE(at, 16);
+        at = socket.send(payload, 16);
         sentAt[next] = at;
         lateness.push(ms(at - t0) - slot);
-        socket.send(payload);
         next += 1;
       }
       if (next >= slots) return resolve();
@@ -200,11 +191,12 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
   fin.writeUInt32BE(FIN, 8);
   // Several FINs: any one ends the reflector; losing them all only delays it.
   for (let i = 0; i < 3; i++) {
-    socket.send(fin);
+    socket.send(fin, 16);
     await new Promise((r) => setTimeout(r, 10));
   }
   socket.close();
-  if (asyncError && (asyncError as NodeJS.ErrnoException).code !== 'ECONNREFUSED') throw asyncError;
+  const failure = socket.failure();
+  if (failure) throw failure;
   const idleSlots = Math.min(slots, Math.ceil(idleMs / interval));
   const loaded = probePhase(samples.slice(idleSlots), seen.loaded, (input.params.duration * 1000 - idleMs) / 1000);
   // Nothing back is no figure: a zero round trip would read as the best there is.
@@ -214,6 +206,8 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
     packetSize,
     // The coordinator decides from both ends' boot ids; until then only the round trip is sure.
     clock: 'separate',
+    arrivalTimes: { sender: socket.arrivalTimes(), reflector: null },
+    sendTimes: socket.sendTimes(),
     loaded,
     schedule: { slots, startedAt: new Date(startedAt).toISOString(), startLateSeconds: startLateMs / 1000, latenessSeconds: rttSummary(Float64Array.from(lateness).sort()) },
     socketDrops: { sender: drops, reflector: null },

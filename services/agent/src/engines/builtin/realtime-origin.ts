@@ -5,18 +5,23 @@
  * which showed as negative one-way delays on one host; read from libc it is within a microsecond.
  */
 import { performance } from 'node:perf_hooks';
-import { realtimeNanoseconds } from './udp-batch.js';
+import { realtimeLessMonotonic } from './udp-batch.js';
 
-/** From libc's clock_gettime, read between two performance.now()s: the closest pair of a few. */
+/**
+ * From libc: realtime less monotonic (udp-batch.ts, within tens of ns), and performance.now()
+ * read between two process.hrtime()s (monotonic), the closest pair of a few.
+ */
 function fromLibc(): number | null {
-  let best: { spread: number; origin: number } | null = null;
+  const offset = realtimeLessMonotonic();
+  if (offset === null) return null;
+  let best: { spread: bigint; origin: number } | null = null;
   for (let i = 0; i < 5; i++) {
-    const before = performance.now();
-    const realtime = realtimeNanoseconds();
-    const after = performance.now();
-    if (realtime === null) return null;
+    const before = process.hrtime.bigint();
+    const now = performance.now();
+    const after = process.hrtime.bigint();
+    const realtime = offset + (before + after) / 2n;
     // Whole ms and the rest apart: a double of epoch ms keeps a quarter of a microsecond.
-    const origin = Number(realtime / 1_000_000n) + Number(realtime % 1_000_000n) / 1e6 - (before + after) / 2;
+    const origin = Number(realtime / 1_000_000n) + Number(realtime % 1_000_000n) / 1e6 - now;
     if (!best || after - before < best.spread) best = { spread: after - before, origin };
   }
   return best!.origin;

@@ -18,11 +18,24 @@ const SOCK_DGRAM = 2;
 const SOCK_NONBLOCK = 0o4000;
 const SOCK_CLOEXEC = 0o2000000;
 const MSG_DONTWAIT = 0x40;
+const MSG_ERRQUEUE = 0x2000;
 const EAGAIN = 11;
 const SOL_SOCKET = 1;
 /** SO_TIMESTAMPNS (asm-generic, as x86-64 and arm64 use): a struct timespec of two 64-bit longs; also its cmsg type. */
 const SO_TIMESTAMPNS = 35;
+/** SO_TIMESTAMPING (and SCM_TIMESTAMPING): struct scm_timestamping, three timespecs, the first the software one. */
+const SO_TIMESTAMPING = 37;
+/** SOF_TIMESTAMPING_TX_SCHED | SOFTWARE | OPT_ID | OPT_TSONLY: a send's time as it enters the packet scheduler (before any qdisc queue), keyed by a per-datagram counter, without the payload. */
+const SEND_TIMESTAMPING = (1 << 8) | (1 << 4) | (1 << 7) | (1 << 11);
+/** IP_RECVERR and IPV6_RECVERR carry a struct sock_extended_err: errno, origin (4: timestamping), type, code, pad, info (1: SCM_TSTAMP_SCHED), data (the key). */
+const SOL_IP = 0;
+const IP_RECVERR = 11;
+const SOL_IPV6 = 41;
+const IPV6_RECVERR = 25;
+const SO_EE_ORIGIN_TIMESTAMPING = 4;
+const SCM_TSTAMP_SCHED = 1;
 const CLOCK_REALTIME = 0;
+const CLOCK_MONOTONIC = 1;
 /** struct mmsghdr: a struct msghdr (56 bytes: name, namelen, iov, iovlen, control, controllen, flags) and msg_len. */
 const MMSGHDR = 64;
 const MSG_NAME = 0;
@@ -87,13 +100,28 @@ function load(): { libc: Libc; koffi: Koffi } | Error {
   return loaded;
 }
 
-/** CLOCK_REALTIME now, in nanoseconds: the clock of the kernel's receive timestamps. Null where libc cannot be loaded. */
-export function realtimeNanoseconds(): bigint | null {
+const clocks = { before: Buffer.alloc(16), realtime: Buffer.alloc(16), after: Buffer.alloc(16) };
+const nanoseconds = (timespec: Buffer) => timespec.readBigInt64LE(0) * 1_000_000_000n + timespec.readBigInt64LE(8);
+
+/**
+ * CLOCK_REALTIME less CLOCK_MONOTONIC (process.hrtime's clock), ns: the realtime clock read in
+ * libc between two monotonic readings, nothing else between them, the closest pair of a few
+ * (within tens of ns; the same through process.hrtime was a few µs off). Null where libc
+ * cannot be loaded.
+ */
+export function realtimeLessMonotonic(): bigint | null {
   const lib = load();
   if (lib instanceof Error) return null;
-  const out = Buffer.alloc(16);
-  if (lib.libc.clock_gettime(CLOCK_REALTIME, out) !== 0) return null;
-  return out.readBigInt64LE(0) * 1_000_000_000n + out.readBigInt64LE(8);
+  const { clock_gettime } = lib.libc;
+  let best: { spread: bigint; offset: bigint } | null = null;
+  for (let i = 0; i < 3; i++) {
+    clock_gettime(CLOCK_MONOTONIC, clocks.before);
+    clock_gettime(CLOCK_REALTIME, clocks.realtime);
+    clock_gettime(CLOCK_MONOTONIC, clocks.after);
+    const [before, realtime, after] = [nanoseconds(clocks.before), nanoseconds(clocks.realtime), nanoseconds(clocks.after)];
+    if (!best || after - before < best.spread) best = { spread: after - before, offset: realtime - (before + after) / 2n };
+  }
+  return best!.offset;
 }
 
 /** A sockaddr_in or sockaddr_in6 for address:port. */
@@ -106,10 +134,11 @@ function sockaddr(libc: Libc, address: string, port: number): Buffer {
   return out;
 }
 
-/** What a batch carries beside the data: each message's peer address (unconnected sockets), its control messages (timestamps). */
+/** What a batch carries beside the data: each message's peer address (unconnected sockets), its control messages (timestamps) and their room. */
 export interface BatchOptions {
   names?: boolean;
   control?: boolean;
+  controlBytes?: number;
 }
 
 /**
@@ -122,13 +151,15 @@ export class Batch {
   private readonly iovecs: Buffer;
   private readonly names: Buffer | null;
   private readonly control: Buffer | null;
+  private readonly controlBytes: number;
 
   constructor(koffi: Koffi, readonly count: number, readonly slotBytes: number, options: BatchOptions = {}) {
     this.data = Buffer.alloc(count * slotBytes);
     this.iovecs = Buffer.alloc(count * IOVEC);
     this.headers = Buffer.alloc(count * MMSGHDR);
     this.names = options.names ? Buffer.alloc(count * NAME_BYTES) : null;
-    this.control = options.control ? Buffer.alloc(count * CONTROL_BYTES) : null;
+    this.controlBytes = options.controlBytes ?? CONTROL_BYTES;
+    this.control = options.control ? Buffer.alloc(count * this.controlBytes) : null;
     const data = koffi.address(this.data);
     const iovecs = koffi.address(this.iovecs);
     const names = this.names ? koffi.address(this.names) : 0n;
@@ -139,7 +170,7 @@ export class Batch {
       this.headers.writeBigUInt64LE(iovecs + BigInt(i * IOVEC), i * MMSGHDR + MSG_IOV);
       this.headers.writeBigUInt64LE(1n, i * MMSGHDR + MSG_IOVLEN);
       if (this.names) this.headers.writeBigUInt64LE(names + BigInt(i * NAME_BYTES), i * MMSGHDR + MSG_NAME);
-      if (this.control) this.headers.writeBigUInt64LE(control + BigInt(i * CONTROL_BYTES), i * MMSGHDR + MSG_CONTROL);
+      if (this.control) this.headers.writeBigUInt64LE(control + BigInt(i * this.controlBytes), i * MMSGHDR + MSG_CONTROL);
     }
     this.rearm(count);
   }
@@ -149,7 +180,7 @@ export class Batch {
     if (!this.names && !this.control) return;
     for (let i = 0; i < count; i++) {
       if (this.names) this.headers.writeUInt32LE(NAME_BYTES, i * MMSGHDR + MSG_NAMELEN);
-      if (this.control) this.headers.writeBigUInt64LE(BigInt(CONTROL_BYTES), i * MMSGHDR + MSG_CONTROLLEN);
+      if (this.control) this.headers.writeBigUInt64LE(BigInt(this.controlBytes), i * MMSGHDR + MSG_CONTROLLEN);
     }
   }
 
@@ -170,41 +201,64 @@ export class Batch {
     this.headers.writeUInt32LE(from.headers.readUInt32LE(i * MMSGHDR + MSG_NAMELEN), j * MMSGHDR + MSG_NAMELEN);
   }
 
+  /** Where the data of message i's control message `level`/`type` starts in `control`, at least `bytes` long; -1 when it has none. */
+  private cmsg(i: number, level: number, type: number, bytes: number): number {
+    const control = this.control;
+    if (!control) return -1;
+    const base = i * this.controlBytes;
+    const length = Math.min(this.headers.readUInt32LE(i * MMSGHDR + MSG_CONTROLLEN), this.controlBytes);
+    for (let at = 0; at + CMSG_DATA <= length; ) {
+      const cmsgLength = control.readUInt32LE(base + at);
+      if (cmsgLength < CMSG_DATA || at + cmsgLength > length) return -1;
+      if (control.readInt32LE(base + at + 8) === level && control.readInt32LE(base + at + 12) === type && cmsgLength >= CMSG_DATA + bytes) return base + at + CMSG_DATA;
+      at += (cmsgLength + 7) & ~7;
+    }
+    return -1;
+  }
+
+  /** A struct timespec at `at` in the control space into `out`: tv_sec below 2^53 and tv_nsec below 1e9 as two 32-bit halves, no BigInt. */
+  private timespec(at: number, out: { seconds: number; nanoseconds: number }): boolean {
+    const control = this.control!;
+    out.seconds = control.readUInt32LE(at) + control.readUInt32LE(at + 4) * 2 ** 32;
+    out.nanoseconds = control.readUInt32LE(at + 8);
+    return out.seconds > 0 || out.nanoseconds > 0;
+  }
+
   /**
    * The kernel's receive timestamp of message i (SO_TIMESTAMPNS, CLOCK_REALTIME) as seconds and
    * nanoseconds into `out`; false when it carried none. Nothing is allocated.
    */
   timestamp(i: number, out: { seconds: number; nanoseconds: number }): boolean {
-    const control = this.control;
-    if (!control) return false;
-    const base = i * CONTROL_BYTES;
-    const length = this.headers.readUInt32LE(i * MMSGHDR + MSG_CONTROLLEN);
-    for (let at = 0; at + CMSG_DATA <= length && at + CMSG_DATA <= CONTROL_BYTES; ) {
-      const cmsgLength = control.readUInt32LE(base + at);
-      if (cmsgLength < CMSG_DATA) return false;
-      if (control.readInt32LE(base + at + 8) === SOL_SOCKET && control.readInt32LE(base + at + 12) === SO_TIMESTAMPNS && at + CMSG_DATA + 16 <= CONTROL_BYTES) {
-        // tv_sec below 2^53 and tv_nsec below 1e9: two 32-bit halves, no BigInt.
-        out.seconds = control.readUInt32LE(base + at + CMSG_DATA) + control.readUInt32LE(base + at + CMSG_DATA + 4) * 2 ** 32;
-        out.nanoseconds = control.readUInt32LE(base + at + CMSG_DATA + 8);
-        return true;
-      }
-      at += (cmsgLength + 7) & ~7;
-    }
-    return false;
+    const at = this.cmsg(i, SOL_SOCKET, SO_TIMESTAMPNS, 16);
+    return at >= 0 && this.timespec(at, out);
+  }
+
+  /** Message i read from the error queue: the send timestamp it reports (CLOCK_REALTIME) into `out`, and its datagram's key; -1 when it is no scheduler timestamp. */
+  sendTimestamp(i: number, out: { seconds: number; nanoseconds: number }): number {
+    const stamp = this.cmsg(i, SOL_SOCKET, SO_TIMESTAMPING, 48);
+    let error = this.cmsg(i, SOL_IP, IP_RECVERR, 16);
+    if (error < 0) error = this.cmsg(i, SOL_IPV6, IPV6_RECVERR, 16);
+    if (stamp < 0 || error < 0 || !this.timespec(stamp, out)) return -1;
+    const control = this.control!;
+    if (control[error + 4] !== SO_EE_ORIGIN_TIMESTAMPING || control.readUInt32LE(error + 8) !== SCM_TSTAMP_SCHED) return -1;
+    return control.readUInt32LE(error + 12);
   }
 }
 
 export class BatchSocket {
   private closed = false;
   private poller: { stop(): void; close(): void } | undefined;
+  /** With send timestamps: the batch the error queue is read into. */
+  private errors: Batch | null = null;
 
   private constructor(private readonly libc: Libc, private readonly koffi: Koffi, private readonly fd: number) {}
 
   /**
    * A non-blocking UDP socket bound to address:0, with SO_RCVBUF/SO_SNDBUF asked for where given,
-   * and with `timestamps` the kernel's receive time on every datagram (an Error where it will not).
+   * with `timestamps` the kernel's receive time on every datagram, and with `sendTimestamps` the
+   * time each send entered the packet scheduler (sendTimestamp; left out where the kernel refuses).
    */
-  static open(address: string, buffers: { receive?: number; send?: number }, options: { timestamps?: boolean } = {}): BatchSocket | Error {
+  static open(address: string, buffers: { receive?: number; send?: number }, options: { timestamps?: boolean; sendTimestamps?: boolean } = {}): BatchSocket | Error {
     const lib = load();
     if (lib instanceof Error) return lib;
     const { libc, koffi } = lib;
@@ -218,6 +272,12 @@ export class BatchSocket {
         const on = Buffer.alloc(4);
         on.writeInt32LE(1);
         if (libc.setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, on, 4) !== 0) throw new Error(`setsockopt(SO_TIMESTAMPNS) failed (errno ${koffi.errno()})`);
+      }
+      if (options.sendTimestamps) {
+        const flags = Buffer.alloc(4);
+        flags.writeInt32LE(SEND_TIMESTAMPING);
+        // Only a refinement: without it a send's time is taken just before its system call.
+        if (libc.setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, flags, 4) === 0) socket.errors = socket.batch(1, 1, { control: true, controlBytes: 256 });
       }
       const local = sockaddr(libc, address, 0);
       if (libc.bind(fd, local, local.length) !== 0) throw new Error(`bind(${address}) failed (errno ${koffi.errno()})`);
@@ -250,12 +310,43 @@ export class BatchSocket {
     return new Batch(this.koffi, count, slotBytes, options);
   }
 
+  /** Whether sends are timestamped by the kernel (sendTimestamps was asked for, and taken). */
+  get sendsTimestamped(): boolean {
+    return this.errors !== null;
+  }
+
+  /**
+   * The scheduler timestamp of datagram `key` (the count of datagrams sent before it) into `out`,
+   * read from the error queue, which the kernel fills during the send; false when it is not
+   * there. Entries of other datagrams on the way are dropped.
+   */
+  sendTimestamp(key: number, out: { seconds: number; nanoseconds: number }): boolean {
+    const errors = this.errors;
+    if (!errors || this.closed) return false;
+    for (;;) {
+      errors.rearm(1);
+      if (this.libc.recvmmsg(this.fd, errors.headers, 1, MSG_ERRQUEUE | MSG_DONTWAIT, null) <= 0) return false;
+      const found = errors.sendTimestamp(0, out);
+      if (found === key) return true;
+      // An earlier datagram's (wrapped keys aside): ours may follow; a later one's: ours was not stamped.
+      if (found > key) return false;
+    }
+  }
+
+  /** Empties the error queue: a stamp left in it would keep the socket readable to poll. */
+  private drainErrors(): void {
+    if (!this.errors) return;
+    do this.errors.rearm(1);
+    while (this.libc.recvmmsg(this.fd, this.errors.headers, 1, MSG_ERRQUEUE | MSG_DONTWAIT, null) > 0);
+  }
+
   /**
    * Whenever the socket is readable, reads every datagram waiting in it, a batch per
    * recvmmsg, and hands each batch over (`count` messages in `batch`).
    */
   receive(batch: Batch, onBatch: (batch: Batch, count: number) => void): void {
     this.poller = this.koffi.node.poll(this.fd, { readable: true }, () => {
+      this.drainErrors();
       for (;;) {
         if (this.closed) return;
         batch.rearm(batch.count);

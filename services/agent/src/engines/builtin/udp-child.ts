@@ -102,7 +102,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
     let giveUp: NodeJS.Timeout | undefined;
     let grace: NodeJS.Timeout | undefined;
     let finished = false;
-    const sampler = new IntervalSampler(interval, () => sequences.received * packetSize, (sample) => send({ type: 'interval', interval: sample }));
+    const sampler = new IntervalSampler(interval, () => sequences.received * packetSize, (sample) => send({ type: 'interval', interval: sample }), () => ({ jitterSeconds: jitter / 1e6 }));
     const finish = () => {
       if (finished) return;
       finished = true;

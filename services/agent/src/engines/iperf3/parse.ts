@@ -55,7 +55,7 @@ export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSi
   const bytes = udp && role === 'receiver' && packetSize ? datagrams! * packetSize : sum.bytes;
   return {
     figures: endFigures(bytes, sum.seconds, cpuSeconds, datagrams),
-    intervals: role === 'receiver' ? (json.intervals ?? []).map(({ sum: s }) => ({ start: s.start ?? 0, end: s.end ?? 0, bitsPerSecond: s.bits_per_second })) : [],
+    intervals: role === 'receiver' ? (json.intervals ?? []).map(({ sum: s }) => ({ start: s.start ?? 0, end: s.end ?? 0, bitsPerSecond: s.bits_per_second, ...(udp && s.jitter_ms !== undefined ? { jitterSeconds: s.jitter_ms / 1000 } : {}) })) : [],
     retransmits: !udp && role === 'sender' ? (sum.retransmits ?? null) : null,
     udp: !udp
       ? null

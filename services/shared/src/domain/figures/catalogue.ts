@@ -320,7 +320,7 @@ export const FIGURES: readonly Figure[] = [
     computed: "J += (|D(i−1, i)| − J) / 16 over consecutive arrivals, D the change of (arrival − send time); each arrival the kernel's receive timestamp (SO_TIMESTAMPNS; udp.arrivalTimes says kernel or process); iperf3's jitter_ms.",
     reference: { kind: 'closed-form', against: 'datagrams whose send times alternate by X = 1 ms, read late in batches by a stopped receiver: J = X (1 − (15/16)^n)', test: 'test/engines/builtin-udp.test.ts', case: 'RFC 3550 closed form' },
     answers: { zero: '0 with fewer than two datagrams.', directions: "Each leg's receiver; the worst flow's for a run.", flows: 'Per leg.', stall: 'A stall is a jump in D: jitter rises and decays.', wire: 'Times of datagrams.' },
-    fields: ['FlowResult.udp.jitterSeconds', 'RunSummary.flows[].jitterSeconds', 'Report.points[].flows[].jitterSeconds'],
+    fields: ['FlowResult.udp.jitterSeconds', 'FlowResult.intervals[].jitterSeconds', 'RunSummary.flows[].jitterSeconds', 'Report.points[].flows[].jitterSeconds'],
     metrics: ['niclab_link_jitter_seconds'],
   },
   {
