@@ -14,6 +14,7 @@ export const SERIAL: Record<string, string> = {
   'test/lab/compare.test.ts': 'A/B verdicts on shaped links',
   'test/lab/attribution.test.ts': 'CPU verdicts from a starved sender',
   'test/engines/builtin-udp.test.ts': 'receiver drops and achieved rate on loopback',
+  'test/engines/probe-loopback.test.ts': "the probe's idle round trip against ping's and irtt's, within 0.05 ms",
   // Not a ratio, but the podman build takes both cores for minutes: in the concurrent tier a lab
   // search beside it found its PDR 4.7% below the shaper, and an in-process agent missed three
   // 1 s heartbeats. Its agent container also shares the host's lo with every other test.
