@@ -1,7 +1,8 @@
 /**
  * `npm test`: every test file, in two tiers. The serial tier (test/tiers.ts: the files that
  * measure ratios and timings) runs one file at a time with nothing beside it; then the rest run
- * NICLAB_TEST_CONCURRENCY at a time (default 3), each file in a process of its own as
+ * NICLAB_TEST_CONCURRENCY at a time (default 2: at 3 the tier held both cores and starved
+ * in-process agents of their heartbeats), each file in a process of its own as
  * `node --test` runs it. Exits 1 when any file failed in either tier, and prints the slowest
  * files with their seconds, so the suite's budget (.ci/run in 25 minutes) stays in sight.
  *
@@ -96,7 +97,7 @@ async function main(): Promise<number> {
   const files = chosen.length ? chosen.map((f) => relative(ROOT, join(process.cwd(), f))) : all;
   const missing = files.filter((f) => !all.includes(f));
   if (missing.length) throw new Error(`no such test file: ${missing.join(', ')}`);
-  const concurrency = Number(process.env.NICLAB_TEST_CONCURRENCY ?? 3);
+  const concurrency = Number(process.env.NICLAB_TEST_CONCURRENCY ?? 2);
   const started = performance.now();
   const serial = tierArg === 'concurrent' ? [] : files.filter((f) => f in SERIAL);
   const rank = (f: string) => (FIRST.includes(f) ? FIRST.indexOf(f) : FIRST.length);

@@ -22,11 +22,12 @@ export const SERIAL: Record<string, string> = {
 };
 
 /**
- * Concurrent-tier files that take minutes (seconds in CI: the CLI 158-207, the README tour
+ * Concurrent-tier files that take minutes (seconds in CI: the rate search 240, the CLI 158-207, the README tour
  * 122-185, the groups 128-149, Redis's kill 105-124): they
  * start first, so the tier does not end with one of them running alone.
  */
 export const FIRST: readonly string[] = [
+  'test/lab/search.test.ts',
   'test/e2e/cli.test.ts',
   'test/tour/readme.test.ts',
   'test/api/groups.test.ts',

@@ -129,7 +129,8 @@ describe('/ui in chromium', { skip }, () => {
     await agents.page.locator('section[data-agent="ui"] .leased a', { hasText: watched.slice(0, 8) }).first().waitFor({ timeout: 10_000 });
     await close(agents.page, agents.errors, 'agents-leased');
     // The receiver's samples arrive as the run goes: the live chart gains points.
-    await job.page.waitForFunction('document.querySelectorAll(".live-chart circle.sample").length >= 3', undefined, { timeout: 15_000 });
+    // A function, not a string: the page's CSP (script-src 'self') refuses a string's eval when the wait has to poll.
+    await job.page.waitForFunction(() => (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll('.live-chart circle.sample').length >= 3, undefined, { timeout: 15_000 });
     await job.page.screenshot({ path: join(OUT, 'job-running.png'), fullPage: true });
     await list.page.screenshot({ path: join(OUT, 'jobs-running.png'), fullPage: true });
 

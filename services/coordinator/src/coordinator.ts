@@ -73,6 +73,8 @@ export class Coordinator {
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
+    // Each running run's liveness watch listens for this connection's drops (a group runs many at once).
+    this.redis.setMaxListeners(0);
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
     ({ store: this.store, results: this.results } = jobStore(this.redis, this.keys));
     this.registry = new AgentRegistry(this.redis, this.keys);

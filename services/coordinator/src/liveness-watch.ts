@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { MISSED_HEARTBEATS, type AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { ErrorInfo } from '@niclab/shared/domain/contract';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -19,24 +20,37 @@ export async function offlineAgents(registry: AgentRegistry, ids: string[]): Pro
  * aborts with agent_lost, so the run ends at once rather than at its deadline.
  *
  * While Redis is unreachable no agent can write its heartbeat, so a heartbeat that went stale
- * then is Redis's gap, not the agent's: after a check that failed or waited on Redis for
- * REDIS_STALL_MS, an agent counts as lost only once its heartbeats have had their full
- * window (MISSED_HEARTBEATS of them) with Redis answering. An agent that said it stopped is lost
- * at once. (A Redis killed and restarted under 60 jobs lost one to agent_lost before.)
+ * then is Redis's gap, not the agent's. The gap is what this process's connection saw (closed,
+ * reconnecting, until ready again) or a check that failed or waited on Redis for
+ * REDIS_STALL_MS; after it, an agent counts as lost only once its heartbeats have had their
+ * full window (MISSED_HEARTBEATS of them) with Redis answering. An agent that said it stopped
+ * is lost at once. (A Redis killed and restarted under 60 jobs lost one to agent_lost before,
+ * twice: with no gap detection, then with only the stalled check's.)
  */
 export class LivenessWatch {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
-  /** Redis last failed or stalled a check at this time (epoch ms). */
+  /** Redis last failed or stalled a check, or the connection was last down, at this time (epoch ms). */
   private redisGapAt = 0;
+  /** The connection is down now (closed or reconnecting, not yet ready). */
+  private redisDown = false;
+  private readonly onDown = () => {
+    this.redisDown = true;
+    this.redisGapAt = Date.now();
+  };
+  private readonly onReady = () => {
+    this.redisDown = false;
+    this.redisGapAt = Date.now();
+  };
 
-  constructor(private readonly registry: AgentRegistry, private readonly agents: string[], private readonly log: Logger) {}
+  constructor(private readonly registry: AgentRegistry, private readonly agents: string[], private readonly log: Logger, private readonly connection?: EventEmitter) {}
 
   get signal(): AbortSignal {
     return this.controller.signal;
   }
 
   start(): this {
+    this.connection?.on('close', this.onDown).on('reconnecting', this.onDown).on('ready', this.onReady);
     const unique = [...new Set(this.agents)];
     this.timer = setInterval(() => {
       const asked = Date.now();
@@ -44,7 +58,7 @@ export class LivenessWatch {
         (agents) => {
           const now = Date.now();
           if (now - asked > REDIS_STALL_MS) this.redisGapAt = now;
-          if (this.controller.signal.aborted) return;
+          if (this.controller.signal.aborted || this.redisDown) return;
           const offline = unique.filter((_, i) => {
             const agent = agents[i];
             if (!agent) return true;
@@ -70,5 +84,6 @@ export class LivenessWatch {
 
   stop(): void {
     clearInterval(this.timer);
+    this.connection?.off('close', this.onDown).off('reconnecting', this.onDown).off('ready', this.onReady);
   }
 }

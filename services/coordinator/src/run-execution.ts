@@ -89,7 +89,7 @@ export class RunExecution {
     // The run's record and the check of its agents go to Redis together: one round trip before the receivers.
     const [, offline] = await Promise.all([this.deps.store.saveRun(run), offlineAgents(this.deps.registry, involved)]);
     const keeper = new LeaseKeeper(this.deps.leases, run.id, this.targets, this.log).start();
-    const liveness = new LivenessWatch(this.deps.registry, involved, this.log).start();
+    const liveness = new LivenessWatch(this.deps.registry, involved, this.log, this.deps.redis).start();
     const signal = AbortSignal.any([jobSignal, liveness.signal]);
     const blocking = this.deps.borrowBlocking();
     let failure: ErrorInfo | null = null;
