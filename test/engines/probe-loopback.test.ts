@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import type { EngineParams } from '@niclab/shared/domain/task';
 import { enginePair } from '../helpers/engines.js';
-import { irttUntil, quantile, startIrttServer, type RttSample } from '../helpers/irtt.js';
+import { irttDuring, quantile, startIrttServer, type RttSample } from '../helpers/irtt.js';
 import { withoutKoffi } from '../helpers/no-koffi.js';
 import { pingUntil } from '../helpers/ping.js';
 import { freePort } from '../helpers/redis.js';
@@ -37,7 +37,7 @@ after(() => {
  */
 test("the probe's idle round trip on loopback: its median within 0.05 ms of ping's, and no more than 0.05 ms over irtt's", async (ctx) => {
   const pair = enginePair(engine, probe(3), { startInMs: 1500 });
-  const [irtt, ping] = await Promise.all([irttUntil(lo, lo, pair), pingUntil({}, lo.address, pair)]);
+  const [[, irtt], ping] = await Promise.all([irttDuring(lo, lo, () => pair), pingUntil({}, lo.address, pair)]);
   const [sender, receiver] = await pair;
   assert.equal(sender.error, null, JSON.stringify(sender.error));
   assert.equal(receiver.error, null, JSON.stringify(receiver.error));
@@ -45,7 +45,7 @@ test("the probe's idle round trip on loopback: its median within 0.05 ms of ping
   const from = Date.parse(figures.schedule.startedAt);
   const to = from + figures.schedule.slots * 10;
   const within = (samples: RttSample[]) => samples.filter((s) => s.at >= from && s.at < to).map((s) => s.rttMs);
-  const [irttRtts, pingRtts] = [within(irtt.samples), within(ping)];
+  const [irttRtts, pingRtts] = [within(irtt), within(ping)];
   const [probeP50, pingP50, irttP50] = [figures.loaded.rttSeconds.p50 * 1e3, quantile(pingRtts, 0.5), quantile(irttRtts, 0.5)];
   ctx.diagnostic(`idle p50: probe ${probeP50.toFixed(3)} ms (${figures.loaded.received} round trips), ping ${pingP50.toFixed(3)} ms (${pingRtts.length}), irtt ${irttP50.toFixed(3)} ms (${irttRtts.length}); min: probe ${(figures.loaded.rttSeconds.min * 1e3).toFixed(3)}, ping ${quantile(pingRtts, 0).toFixed(3)}, irtt ${quantile(irttRtts, 0).toFixed(3)} ms`);
   assert.deepEqual(figures.arrivalTimes, { sender: 'kernel', reflector: null }, "the sender's own; the coordinator adds the reflector's");

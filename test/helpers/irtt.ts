@@ -90,11 +90,6 @@ export function irttStart(from: IrttHost, to: IrttHost, everyMs = 10, seconds = 
   };
 }
 
-/** irtt's client from `from` to `to`'s server for `seconds`, one probe every `everyMs` (see irttStart). */
-export function irttRun(from: IrttHost, to: IrttHost, seconds: number, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats }> {
-  return irttStart(from, to, everyMs, seconds).done;
-}
-
 /** irtt from `from` to `to` for as long as `work` takes: what `work` gave, and irtt's round trips over it. */
 export async function irttDuring<T>(from: IrttHost, to: IrttHost, work: () => Promise<T>, everyMs = 10): Promise<[T, RttSample[]]> {
   const irtt = irttStart(from, to, everyMs);
@@ -106,17 +101,6 @@ export async function irttDuring<T>(from: IrttHost, to: IrttHost, work: () => Pr
     throw error;
   }
 }
-
-/** irtt from `from` to `to` until `done` settles (see irttStart): its round trips, and its stats (one run). */
-export async function irttUntil(from: IrttHost, to: IrttHost, done: Promise<unknown>, everyMs = 10): Promise<{ samples: RttSample[]; stats: IrttStats[] }> {
-  const irtt = irttStart(from, to, everyMs);
-  await done.catch(() => undefined);
-  const { samples, stats } = await irtt.stop();
-  return { samples, stats: [stats] };
-}
-
-/** irtt's round trips only (see irttRun). */
-export const irttClient = async (from: IrttHost, to: IrttHost, seconds: number, everyMs = 10): Promise<RttSample[]> => (await irttRun(from, to, seconds, everyMs)).samples;
 
 /** The q-quantile of `values` (nearest rank). */
 export const quantile = (values: number[], q: number): number => {

@@ -4,7 +4,7 @@ import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
 import type { JobStore } from '@niclab/shared/stores/job-store';
-import { jobsQueue as createJobsQueue, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
+import { createJobsQueue, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { MetricStore } from '@niclab/shared/stores/metric-store';
 import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';

@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { MISSED_HEARTBEATS, type AgentRegistry } from '@niclab/shared/stores/agent-registry';
-import type { ErrorInfo } from '@niclab/shared/domain/contract';
+import type { Agent, ErrorInfo } from '@niclab/shared/domain/contract';
 import type { Logger } from '@niclab/shared/runtime/logger';
 
 /** How often a running run checks that its agents are still alive. */
@@ -8,11 +8,16 @@ const LIVENESS_CHECK_MS = 1000;
 /** A check that waited on Redis this long was a Redis gap: heartbeats could not be written either. */
 const REDIS_STALL_MS = 2000;
 
-/** The agents of `ids` that are not online now (missed heartbeats, or stopped). */
-export async function offlineAgents(registry: AgentRegistry, ids: string[]): Promise<string[]> {
+/** Each of `ids` once, with its registry record (null when it never registered). */
+async function agentsOf(registry: AgentRegistry, ids: string[]): Promise<{ id: string; agent: Agent | null }[]> {
   const unique = [...new Set(ids)];
   const agents = await Promise.all(unique.map((id) => registry.get(id)));
-  return unique.filter((_, i) => !agents[i]?.online);
+  return unique.map((id, i) => ({ id, agent: agents[i] ?? null }));
+}
+
+/** The agents of `ids` that are not online now (missed heartbeats, or stopped). */
+export async function offlineAgents(registry: AgentRegistry, ids: string[]): Promise<string[]> {
+  return (await agentsOf(registry, ids)).filter(({ agent }) => !agent?.online).map(({ id }) => id);
 }
 
 /**
@@ -51,23 +56,21 @@ export class LivenessWatch {
 
   start(): this {
     this.connection?.on('close', this.onDown).on('reconnecting', this.onDown).on('ready', this.onReady);
-    const unique = [...new Set(this.agents)];
     this.timer = setInterval(() => {
       const asked = Date.now();
-      Promise.all(unique.map((id) => this.registry.get(id))).then(
+      agentsOf(this.registry, this.agents).then(
         (agents) => {
           const now = Date.now();
           if (now - asked > REDIS_STALL_MS) this.redisGapAt = now;
           if (this.controller.signal.aborted || this.redisDown) return;
-          const offline = unique.filter((_, i) => {
-            const agent = agents[i];
+          const offline = agents.filter(({ agent }) => {
             if (!agent) return true;
             if (agent.online) return false;
             const window = MISSED_HEARTBEATS * agent.heartbeatSeconds * 1000;
             // Offline while its last heartbeat is within the window: it said it stopped.
             const stopped = now - Date.parse(agent.lastSeen) <= window;
             return stopped || now - this.redisGapAt > window;
-          });
+          }).map(({ id }) => id);
           if (offline.length === 0) return;
           this.log.warn({ agents: offline }, 'agent lost mid-run');
           const reason: ErrorInfo = { code: 'agent_lost', message: `agent ${offline.join(', ')} stopped answering during the run (no heartbeat for ${MISSED_HEARTBEATS} intervals, or it shut down)` };

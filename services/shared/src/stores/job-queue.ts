@@ -21,7 +21,7 @@ export interface JobMessage {
 export const JOB_QUEUE_OPTIONS = { removeOnComplete: 1000, removeOnFail: 1000, attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const;
 
 /** The jobs queue on `redis`. */
-export function jobsQueue(redis: Redis, keys: Keys): Queue<JobMessage> {
+export function createJobsQueue(redis: Redis, keys: Keys): Queue<JobMessage> {
   return new Queue<JobMessage>(keys.jobsQueue, { connection: redis, prefix: keys.bull });
 }
 
