@@ -24,6 +24,8 @@ interface FileResult {
   seconds: number;
   passed: boolean;
   counts: string;
+  /** What the spec reporter printed from its "failing tests:" summary on, for the run's end. */
+  failures: string;
 }
 type Tier = 'serial' | 'concurrent';
 
@@ -41,6 +43,13 @@ function testFiles(dir = join(ROOT, 'test')): string[] {
 function countsOf(output: string): string {
   const count = (name: string) => output.match(new RegExp(`^ℹ ${name} (\\d+)$`, 'm'))?.[1];
   return ['tests', 'pass', 'fail', 'skipped'].map((n) => `${n} ${count(n) ?? '?'}`).join(', ');
+}
+
+/** The reporter's closing list of failed tests with their errors (or the output's tail when the file died before it), kept short. */
+function failuresOf(output: string): string {
+  const at = output.lastIndexOf('✖ failing tests:');
+  const text = at >= 0 ? output.slice(at) : output.slice(-3000);
+  return text.length > 6000 ? `${text.slice(0, 6000)}\n...` : text;
 }
 
 function runFile(file: string, tier: Tier): Promise<FileResult> {
@@ -68,7 +77,7 @@ function runFile(file: string, tier: Tier): Promise<FileResult> {
       clearTimeout(timer);
       const seconds = (performance.now() - started) / 1000;
       const passed = code === 0 && !timedOut;
-      const result = { file, tier, seconds, passed, counts: countsOf(output) };
+      const result = { file, tier, seconds, passed, counts: countsOf(output), failures: passed ? '' : failuresOf(output) };
       const head = `${passed ? 'ok' : 'FAILED'}  ${seconds.toFixed(1).padStart(6)} s  ${tier.padEnd(10)}  ${file}  (${result.counts})${timedOut ? `  killed after ${FILE_TIMEOUT_MS / 60_000} min` : ''}`;
       process.stdout.write(`\n=== ${head}\n${output.trimEnd()}\n=== end ${file}\n`);
       resolve(result);
@@ -121,6 +130,8 @@ async function main(): Promise<number> {
   if (failed.length) {
     console.log(`\n${failed.length} of ${results.length} files FAILED:`);
     for (const r of failed) console.log(`  ${r.file}  (${r.counts})`);
+    // Again at the very end, where a CI log's tail shows it: each failed file's failures.
+    for (const r of failed) console.log(`\n--- ${r.file}\n${r.failures.trimEnd()}`);
     return 1;
   }
   console.log(`all ${results.length} files passed`);

@@ -75,7 +75,7 @@ test('iperf3 TCP over loopback: both ends, retransmits, CPU, the exact command a
   assert.match(missing.headers.get('content-type') ?? '', /problem\+json/);
 });
 
-test('iperf3 UDP at a packet rate: sent, received and lost as the kernel counted them, and jitter', { skip: NOT_ROOT }, async () => {
+test('iperf3 UDP at a packet rate: sent, received and lost as the kernel counted them, and jitter', { skip: NOT_ROOT }, async (t) => {
   // An agent in a namespace of its own: its kernel's UDP counters are this job's datagrams alone.
   const isolated = await startNamespacedAgent('tools-ns', env);
   try {
@@ -96,10 +96,13 @@ test('iperf3 UDP at a packet rate: sent, received and lost as the kernel counted
     const into = after.InDatagrams - before.InDatagrams;
     const dropped = after.RcvbufErrors - before.RcvbufErrors;
     const counts = `niclab sent ${f.udp.sent}, received ${f.udp.received}, lost ${f.udp.lost}; the kernel: out ${out}, in ${into}, RcvbufErrors ${dropped}`;
+    t.diagnostic(counts);
     assert.ok(out - f.udp.sent >= 0 && out - f.udp.sent <= 4, counts);
     assert.ok(into - f.udp.received >= 0 && into - f.udp.received <= 4, counts);
     assert.ok(Math.abs(out - into - f.udp.lost) <= 4, counts);
-    assert.ok(f.udp.lossRatio < 0.01, `loss ${f.udp.lossRatio} on loopback`);
+    // On loopback a datagram is lost only where the receiver's socket dropped it (a busy machine
+    // starves iperf3's reader), so the loss is the kernel's RcvbufErrors, not a threshold.
+    assert.ok(Math.abs(f.udp.lost - dropped) <= 4, counts);
     assert.ok(f.udp.jitterSeconds >= 0);
     assert.equal(f.sender.calls, f.udp.sent, 'a UDP call is a datagram');
     assert.equal(f.retransmits, null);
