@@ -3,7 +3,10 @@ import type { Job, Run } from '@niclab/shared/domain/contract';
 import { comparisonTable, sweptFields, type Comparison } from '@niclab/shared/domain/compare';
 import { reportCsv, reportTable, type Report } from '@niclab/shared/domain/report';
 import { comparisonChart, reportChart } from '@niclab/shared/domain/plots';
-import { renderSvg } from './render-svg.js';
+import type { ChartSpec } from '@niclab/shared/domain/plots';
+
+/** vega is loaded with the first plot asked for, not at every API start (0.4 s of CPU). */
+const renderSvg = async (spec: ChartSpec) => (await import('./render-svg.js')).renderSvg(spec);
 
 /**
  * The formats the API renders a report and a comparison in besides JSON, one entry each (as

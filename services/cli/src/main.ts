@@ -4,18 +4,15 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AgentService } from '@niclab/agent/agent';
-import { createApp } from '@niclab/api/app';
-import { apiPolicy, isLoopback, newToken, SCOPES, TOKEN_NAME, type Policy, type Scope } from '@niclab/api/policy';
-import { apiTls, type TlsFiles } from '@niclab/api/tls';
-import { createApiServices } from '@niclab/api/services';
-import { Coordinator } from '@niclab/coordinator/coordinator';
+import type { Policy, Scope } from '@niclab/api/policy';
+import type { TlsFiles } from '@niclab/api/tls';
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
 import { ConfigError, loadConfig, type Config } from '@niclab/shared/runtime/config';
 import { createLogger, type Logger } from '@niclab/shared/runtime/logger';
-import { startPrivateRedis, type PrivateRedis } from '@niclab/shared/runtime/private-redis';
+import type { PrivateRedis } from '@niclab/shared/runtime/private-redis';
 import { VERSION } from '@niclab/shared/runtime/version';
-import { labCommand } from './lab/cli.js';
+// The API, coordinator, agent and lab are imported when a command runs them: a client command
+// (`niclab agents`, `niclab run`) loaded all of them first, 1.3 s of CPU before its request.
 
 const USAGE = `niclab ${VERSION}: benchmark network interfaces across lab hosts
 
@@ -47,6 +44,7 @@ NICLAB_TLS_KEY_FILE, NICLAB_AGENT_LABELS, NICLAB_API, NICLAB_TOKEN. See README.m
 type Stopper = () => Promise<void>;
 
 async function listen(config: Config & { redisUrl: string }, policy: Policy, tls: TlsFiles | null, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const [{ createApiServices }, { createApp }, { isLoopback }] = await Promise.all([import('@niclab/api/services'), import('@niclab/api/app'), import('@niclab/api/policy')]);
   const services = createApiServices(config, log, policy);
   services.schedules.start(log);
   const app = createApp(services);
@@ -70,12 +68,14 @@ async function listen(config: Config & { redisUrl: string }, policy: Policy, tls
 }
 
 async function coordinate(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const { Coordinator } = await import('@niclab/coordinator/coordinator');
   const coordinator = new Coordinator(config, log.child({ role: 'coordinator' }));
   await coordinator.start();
   stoppers.push(() => coordinator.stop());
 }
 
 async function runAgent(config: Config & { redisUrl: string }, log: Logger, stoppers: Stopper[]): Promise<void> {
+  const { AgentService } = await import('@niclab/agent/agent');
   const agent = new AgentService(config, log.child({ role: 'agent' }));
   await agent.start();
   stoppers.push(() => agent.stop());
@@ -113,7 +113,7 @@ async function main(argv: string[]): Promise<void> {
   if (values.version) return void console.log(VERSION);
   if (values.help || !command) return void console.log(USAGE);
   if (!['start', 'api', 'agent', 'coordinator', 'lab', 'token'].includes(command)) throw new UsageError(`unknown command "${command}"`);
-  if (command === 'token') return printToken(positionals[1], values.scope ?? 'run');
+  if (command === 'token') return printToken(positionals[1], values.scope ?? 'run', await import('@niclab/api/policy'));
 
   const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};
   if (values.id) overrides.agentId = values.id;
@@ -122,9 +122,10 @@ async function main(argv: string[]): Promise<void> {
   const base = loadConfig(process.env, overrides, command === 'start' ? 'local' : undefined);
   // Read once, here: a policy the API could not serve with stops the start before anything
   // (a private Redis) runs.
-  const policy = command === 'start' || command === 'api' ? apiPolicy(base) : null;
-  const tls = policy ? apiTls(base) : null;
+  const policy = command === 'start' || command === 'api' ? (await import('@niclab/api/policy')).apiPolicy(base) : null;
+  const tls = policy ? (await import('@niclab/api/tls')).apiTls(base) : null;
   if (command === 'lab') {
+    const { labCommand } = await import('./lab/cli.js');
     process.exitCode = await labCommand(positionals[1], values, base);
     return;
   }
@@ -135,6 +136,7 @@ async function main(argv: string[]): Promise<void> {
   let redis: PrivateRedis | undefined;
   let redisUrl = base.redisUrl;
   if (!redisUrl && command === 'start') {
+    const { startPrivateRedis } = await import('@niclab/shared/runtime/private-redis');
     redis = await startPrivateRedis(join(base.dataDir, 'redis'));
     redisUrl = redis.url;
     stoppers.push(() => redis!.stop());
@@ -166,7 +168,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
 }
 
-function printToken(name: string | undefined, scope: string): void {
+function printToken(name: string | undefined, scope: string, { TOKEN_NAME, SCOPES, newToken }: typeof import('@niclab/api/policy')): void {
   if (!name || !TOKEN_NAME.test(name)) throw new UsageError('token needs a NAME: letters, digits, ".", "_", "@", "-"');
   if (!(SCOPES as readonly string[]).includes(scope)) throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}`);
   const { token, sha256 } = newToken();
