@@ -9,7 +9,7 @@
  * `npm test -- FILE...` runs only those files (in their tiers); `--tier serial|concurrent` one tier.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FIRST, SERIAL } from './tiers.js';
@@ -26,6 +26,8 @@ interface FileResult {
   counts: string;
   /** What the spec reporter printed from its "failing tests:" summary on, for the run's end. */
   failures: string;
+  /** CPU seconds the file's whole process tree used (its cgroup's count), or null where none could be made. */
+  cpuSeconds: number | null;
 }
 type Tier = 'serial' | 'concurrent';
 
@@ -52,6 +54,36 @@ function failuresOf(output: string): string {
   return text.length > 6000 ? `${text.slice(0, 6000)}\n...` : text;
 }
 
+/**
+ * A cgroup (v1 cpuacct, as root) per file, so the runner can say what CPU each file cost: its
+ * test process joins it at once and everything it starts (Redis, agents, engines) inherits it.
+ * Null where cgroups cannot be made; the timings then carry no CPU.
+ */
+const CPUACCT = '/sys/fs/cgroup/cpuacct';
+function cpuGroup(file: string, pid: number): { seconds(): number | null } {
+  const dir = join(CPUACCT, `niclab-test-${process.pid}-${pid}`);
+  try {
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'cgroup.procs'), String(pid));
+  } catch {
+    return { seconds: () => null };
+  }
+  return {
+    seconds() {
+      try {
+        const usage = Number(readFileSync(join(dir, 'cpuacct.usage'), 'utf8')) / 1e9;
+        // Anything of the file's still alive (it should not be) goes back to the root group first.
+        for (const p of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) writeFileSync(join(CPUACCT, 'cgroup.procs'), p);
+        rmdirSync(dir);
+        return usage;
+      } catch (error) {
+        console.error(`test/run.ts: ${file}'s CPU group: ${(error as Error).message}`);
+        return null;
+      }
+    },
+  };
+}
+
 function runFile(file: string, tier: Tier): Promise<FileResult> {
   const started = performance.now();
   return new Promise((resolve) => {
@@ -61,6 +93,7 @@ function runFile(file: string, tier: Tier): Promise<FileResult> {
       detached: true,
       env: { ...process.env, FORCE_COLOR: '0' },
     });
+    const cpu = cpuGroup(file, child.pid!);
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c));
     child.stderr.on('data', (c: Buffer) => (output += c));
@@ -77,8 +110,9 @@ function runFile(file: string, tier: Tier): Promise<FileResult> {
       clearTimeout(timer);
       const seconds = (performance.now() - started) / 1000;
       const passed = code === 0 && !timedOut;
-      const result = { file, tier, seconds, passed, counts: countsOf(output), failures: passed ? '' : failuresOf(output) };
-      const head = `${passed ? 'ok' : 'FAILED'}  ${seconds.toFixed(1).padStart(6)} s  ${tier.padEnd(10)}  ${file}  (${result.counts})${timedOut ? `  killed after ${FILE_TIMEOUT_MS / 60_000} min` : ''}`;
+      const cpuSeconds = cpu.seconds();
+      const result = { file, tier, seconds, passed, counts: countsOf(output), failures: passed ? '' : failuresOf(output), cpuSeconds };
+      const head = `${passed ? 'ok' : 'FAILED'}  ${seconds.toFixed(1).padStart(6)} s  ${cpuText(cpuSeconds)}  ${tier.padEnd(10)}  ${file}  (${result.counts})${timedOut ? `  killed after ${FILE_TIMEOUT_MS / 60_000} min` : ''}`;
       process.stdout.write(`\n=== ${head}\n${output.trimEnd()}\n=== end ${file}\n`);
       resolve(result);
     });
@@ -95,6 +129,8 @@ async function pool(files: string[], tier: Tier, concurrency: number): Promise<F
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, files.length)) }, worker));
   return results;
 }
+
+const cpuText = (cpuSeconds: number | null) => `${cpuSeconds === null ? '     ?' : cpuSeconds.toFixed(1).padStart(6)} s CPU`;
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
@@ -123,8 +159,9 @@ async function main(): Promise<number> {
   const failed = results.filter((r) => !r.passed);
   const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
   console.log(`\nslowest files:`);
-  for (const r of slowest) console.log(`  ${r.seconds.toFixed(1).padStart(6)} s  ${r.tier.padEnd(10)}  ${r.file}`);
-  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}), total ${total.toFixed(0)} s`);
+  for (const r of slowest) console.log(`  ${r.seconds.toFixed(1).padStart(6)} s  ${cpuText(r.cpuSeconds)}  ${r.tier.padEnd(10)}  ${r.file}`);
+  const cpuOf = (tier: Tier) => results.filter((r) => r.tier === tier).reduce((sum, r) => sum + (r.cpuSeconds ?? 0), 0).toFixed(0);
+  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}, ${cpuOf('concurrent')} s CPU), total ${total.toFixed(0)} s`);
   mkdirSync(join(ROOT, 'test-output'), { recursive: true });
   writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, files: results }, null, 2));
   if (failed.length) {

@@ -59,7 +59,7 @@ function fleetMatrixQuery(): string {
 describe('groups on a lab of two racks', { skip: NOT_ROOT }, () => {
   let t: TestLab;
   before(async () => {
-    t = await startTestLab(6, '1gbit', 'A,B,C:rack=a;D,E,F:rack=b');
+    t = await startTestLab(6, '100mbit', 'A,B,C:rack=a;D,E,F:rack=b');
   });
   after(async () => {
     await t?.close();
@@ -88,7 +88,7 @@ describe('groups on a lab of two racks', { skip: NOT_ROOT }, () => {
       assert.deepEqual(agentsOf(first), ['A', 'B', 'C']);
       ctx.diagnostic(`firing 1: ${checkJob(first, 6)}`);
 
-      const g = await labAddHost(t.dataDir, t.lab.name, { rate: '1gbit', labels: 'rack=a', heartbeatSeconds: 1, logLevel: 'warn' });
+      const g = await labAddHost(t.dataDir, t.lab.name, { rate: '100mbit', labels: 'rack=a', heartbeatSeconds: 1, logLevel: 'warn' });
       assert.equal(g.name, 'G', 'the 7th host');
       t.lab.hosts.push(g); // for the test after this one, which stops it
       await waitFor('agent G online', async () => (await t.client.call('getAgent', 'GET', '/v1/agents/G')).body.online === true, 20_000);

@@ -9,7 +9,7 @@ import { isAlive, spawnNiclab, waitFor } from '../helpers/processes.js';
 describe('lab lifecycle', { skip: NOT_ROOT }, () => {
   let t: TestLab;
   before(async () => {
-    t = await startTestLab(2, '1gbit');
+    t = await startTestLab(2, '100mbit');
   });
   after(async () => {
     await t?.close();
