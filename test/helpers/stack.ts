@@ -1,12 +1,17 @@
 import { after, before } from 'node:test';
 import type { Express } from 'express';
 import { AgentService } from '@niclab/agent/agent';
+import { useBuiltEngineChildren } from '@niclab/agent/engines/child';
 import { createApp } from '@niclab/api/app';
 import { createApiServices, type ApiServices } from '@niclab/api/services';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { loadConfig, type Config } from '@niclab/shared/runtime/config';
 import { createLogger } from '@niclab/shared/runtime/logger';
 import { startTestRedis, uniquePrefix, type TestRedis } from './redis.js';
+
+// In-process agents start their engines from dist/ (npm test builds first), as spawned agents do:
+// a tsx child took 1 s of CPU to start, and a group job starts dozens.
+useBuiltEngineChildren();
 
 export type TestConfig = Config & { redisUrl: string };
 

@@ -6,7 +6,8 @@ import type { UdpChildInput, UdpChildResult } from './udp-child.js';
 import type { ProbeChildInput, ProbeChildResult } from './probe-child.js';
 import { tcpSocketBufferSupport } from './sockopt.js';
 
-const scripts = { tcp: siblingScript(import.meta.url, 'tcp-child'), udp: siblingScript(import.meta.url, 'udp-child'), probe: siblingScript(import.meta.url, 'probe-child') };
+// Resolved per run, so useBuiltEngineChildren() after this module has loaded still counts.
+const scriptFor = (name: 'tcp-child' | 'udp-child' | 'probe-child') => siblingScript(import.meta.url, name);
 
 /**
  * nttcp-style TCP, netperf TCP_RR-style request/response, rude/crude-style constant-rate UDP
@@ -24,7 +25,7 @@ export const builtinEngine: Engine = {
   async run(task, context): Promise<EngineOutcome> {
     const udp = task.params.protocol === 'udp';
     // The probe is UDP whatever `protocol` says.
-    const script = task.params.probe ? scripts.probe : udp ? scripts.udp : scripts.tcp;
+    const script = scriptFor(task.params.probe ? 'probe-child' : udp ? 'udp-child' : 'tcp-child');
     // Both ends of a leg derive the same token, so a receiver ignores datagrams not of its leg.
     const token = createHash('sha256').update(`${task.runId}/${task.leg}`).digest().readUInt32BE(0);
     const input: TcpChildInput | UdpChildInput | ProbeChildInput = { role: task.role, params: task.params, address: context.address, token };
