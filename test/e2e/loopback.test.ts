@@ -45,7 +45,7 @@ test('a TCP job over loopback goes queued -> running -> succeeded with both ends
     await leases.release('loopback-test-hold', [lo('e2e')]);
     redis.disconnect();
   }
-  const { job, seen } = await client.finish(submitted.body.id);
+  const { job, seen } = await client.pollFinish(submitted.body.id);
   const loAfter = loCounters();
   assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
   const order = ['queued', 'running', 'succeeded'];

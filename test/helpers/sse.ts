@@ -12,8 +12,8 @@ export interface JobStreamEvent {
  * subscribes before it reads the job, so every status from then on is in the stream. `onEvent`
  * hears each as it comes.
  */
-export async function followJob(client: ApiClient, id: string, onEvent?: (event: JobStreamEvent) => void): Promise<{ events: Promise<JobStreamEvent[]> }> {
-  const res = await fetch(`${client.base}/v1/jobs/${id}/events`, { headers: client.token ? { authorization: `Bearer ${client.token}` } : {} });
+export async function followJob(client: ApiClient, id: string, onEvent?: (event: JobStreamEvent) => void, signal?: AbortSignal): Promise<{ events: Promise<JobStreamEvent[]> }> {
+  const res = await fetch(`${client.base}/v1/jobs/${id}/events`, { headers: client.token ? { authorization: `Bearer ${client.token}` } : {}, signal });
   assert.equal(res.status, 200, `GET /v1/jobs/${id}/events`);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
   const read = async () => {
