@@ -83,10 +83,12 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
   const describeRun = ({ niclab: { result: f, datagrams, rcvbufErrors, rate, low, high }, bare }: Awaited<ReturnType<typeof alternateAtB>>['runs'][number]) =>
     `niclab: NIC ${datagrams.toFixed(0)} datagrams (${rate.toFixed(0)} pps over the run, ${low.toFixed(0)}-${high.toFixed(0)} in its steady middle), sent ${f.udp.sent}, received ${f.udp.received} (${((f.udp.received / f.udp.sent) * 100).toFixed(2)}%), RcvbufErrors +${rcvbufErrors}, achieved ${f.udp.achievedPacketsPerSecond.toFixed(0)} pps over ${f.sender.realSeconds.toFixed(3)} s, jitter ${(f.udp.jitterSeconds * 1e6).toFixed(1)} us; bare: sent ${bare.result.sent}, received ${bare.result.received}, NIC ${bare.datagrams.toFixed(0)}, RcvbufErrors +${bare.rcvbufErrors}`;
 
-  test('1500-byte datagrams at 20,000 pps for 4 s on an unshaped link: B\'s NIC sees the target rate within 1%, and within 2% of bare iperf3 -u at the same rate and size (alternating); the receiver keeps up', async (ctx) => {
+  test('1500-byte datagrams at 20,000 pps for 3 s on an unshaped link: B\'s NIC sees the target rate within 1%, and within 2% of bare iperf3 -u at the same rate and size (alternating); the receiver keeps up', async (ctx) => {
     // A rate this shared 2-core machine sustains even while other tests load it (70 kpps below it does not, for bare iperf3 either).
     const TARGET = 20_000;
-    const { runs, rate, bareRate, figures } = await alternateAtB(TARGET, 1500, 4, 3);
+    // 3 s legs (4 before, for the budget): the rate is B's NIC's count over the run, whose edges
+    // (a few ms) stay well inside the 1%.
+    const { runs, rate, bareRate, figures } = await alternateAtB(TARGET, 1500, 3, 3);
     ctx.diagnostic(`${TARGET / 1000} kpps x 1500 B at B's NIC: ${figures}`);
     for (const r of runs) ctx.diagnostic(`  ${describeRun(r)}`);
     assert.ok(Math.abs(rate - TARGET) / TARGET <= 0.01, `niclab delivered ${rate.toFixed(0)} pps to B's NIC (median; ${figures}); the target is ${TARGET} within 1%`);
@@ -97,12 +99,12 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
     assert.equal(middle(errors), 0, `B's UdpRcvbufErrors grew by ${errors.join(', ')} in niclab's runs (median must be 0)`);
     const received = middle(runs.map(({ niclab: { result: { udp } } }) => udp.received / udp.sent));
     assert.ok(received >= 0.99, `niclab's receiver got ${(received * 100).toFixed(2)}% of what was sent (median of ${runs.length} runs)`);
-    checkAccounting(runs, 4);
+    checkAccounting(runs, 3);
   });
 
   // 1500-byte datagrams at 70 kpps, seed 002's rate: niclab and bare iperf3 -u alternating, B's NIC counting both.
   const TARGET = 70_000;
-  const SECONDS = 5;
+  const SECONDS = 4;
   let seed: Awaited<ReturnType<typeof alternateAtB>> | undefined;
 
   test(`1500-byte datagrams at ${TARGET} pps for ${SECONDS} s on an unshaped link: never above the target (1%), at the target (1%) wherever bare iperf3 -u reaches it (alternating); received as B's NIC and socket counted`, async (ctx) => {
