@@ -135,7 +135,9 @@ function runIperf3(args: string[], onSpawn: (pid: number) => void): Promise<any>
     child.stdout.on('data', (c: Buffer) => (stdout += c));
     child.stderr.on('data', (c: Buffer) => (stderr += c));
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': on 'exit' the end of iperf3's JSON can still be in the pipe (CI once
+    // parsed it cut off, and failed the comparison for it).
+    child.on('close', (code) => {
       try {
         resolve(JSON.parse(stdout));
       } catch {
