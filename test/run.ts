@@ -60,26 +60,45 @@ function failuresOf(output: string): string {
  * Null where cgroups cannot be made; the timings then carry no CPU.
  */
 const CPUACCT = '/sys/fs/cgroup/cpuacct';
-function cpuGroup(file: string, pid: number): { seconds(): number | null } {
+function cpuGroup(file: string, pid: number | undefined): { seconds(): number | null } {
   const dir = join(CPUACCT, `niclab-test-${process.pid}-${pid}`);
+  const remove = () => {
+    // Anything of the file's still alive (it should not be) goes back to the root group, one by one (one may have exited meanwhile).
+    try {
+      for (const p of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+        try {
+          writeFileSync(join(CPUACCT, 'cgroup.procs'), p);
+        } catch {
+          // gone already
+        }
+      }
+      rmdirSync(dir);
+    } catch (error) {
+      console.error(`test/run.ts: ${file}'s CPU group ${dir}: ${(error as Error).message}`);
+    }
+  };
   try {
+    if (pid === undefined) throw new Error('no process');
     mkdirSync(dir);
+  } catch {
+    return { seconds: () => null };
+  }
+  try {
     writeFileSync(join(dir, 'cgroup.procs'), String(pid));
   } catch {
+    remove();
     return { seconds: () => null };
   }
   return {
     seconds() {
+      let usage: number | null = null;
       try {
-        const usage = Number(readFileSync(join(dir, 'cpuacct.usage'), 'utf8')) / 1e9;
-        // Anything of the file's still alive (it should not be) goes back to the root group first.
-        for (const p of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) writeFileSync(join(CPUACCT, 'cgroup.procs'), p);
-        rmdirSync(dir);
-        return usage;
+        usage = Number(readFileSync(join(dir, 'cpuacct.usage'), 'utf8')) / 1e9;
       } catch (error) {
-        console.error(`test/run.ts: ${file}'s CPU group: ${(error as Error).message}`);
-        return null;
+        console.error(`test/run.ts: ${file}'s CPU: ${(error as Error).message}`);
       }
+      remove();
+      return usage;
     },
   };
 }
@@ -93,7 +112,7 @@ function runFile(file: string, tier: Tier): Promise<FileResult> {
       detached: true,
       env: { ...process.env, FORCE_COLOR: '0' },
     });
-    const cpu = cpuGroup(file, child.pid!);
+    const cpu = cpuGroup(file, child.pid);
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c));
     child.stderr.on('data', (c: Buffer) => (output += c));
@@ -160,7 +179,10 @@ async function main(): Promise<number> {
   const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
   console.log(`\nslowest files:`);
   for (const r of slowest) console.log(`  ${r.seconds.toFixed(1).padStart(6)} s  ${cpuText(r.cpuSeconds)}  ${r.tier.padEnd(10)}  ${r.file}`);
-  const cpuOf = (tier: Tier) => results.filter((r) => r.tier === tier).reduce((sum, r) => sum + (r.cpuSeconds ?? 0), 0).toFixed(0);
+  const cpuOf = (tier: Tier) => {
+    const counted = results.filter((r) => r.tier === tier && r.cpuSeconds !== null);
+    return counted.length ? counted.reduce((sum, r) => sum + r.cpuSeconds!, 0).toFixed(0) : '?';
+  };
   console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}, ${cpuOf('concurrent')} s CPU), total ${total.toFixed(0)} s`);
   mkdirSync(join(ROOT, 'test-output'), { recursive: true });
   writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, files: results }, null, 2));

@@ -43,13 +43,18 @@ export function siblingScript(importMetaUrl: string, name: string): string {
   const source = fileURLToPath(new URL(`./${name}.ts`, importMetaUrl));
   if (!builtChildren) return source;
   const built = source.replace(/\/src\/(?!.*\/src\/)/, '/dist/').replace(/\.ts$/, '.js');
+  // Not compared by mtime: tsc -b emits no file whose source did not change, so a checkout that
+  // only touches a source would read as stale. npm test builds before it runs.
   if (!existsSync(built)) throw new Error(`${built} is not built: run npm run build`);
   return built;
 }
 
-/** A compiled child runs under plain node: tsx and the source condition are for .ts children. */
-const execArgvFor = (script: string) =>
-  script.endsWith('.js') ? process.execArgv.filter((a, i, all) => !(a === 'tsx' && all[i - 1] === '--import') && a !== '--import=tsx' && !(a === '--import' && all[i + 1] === 'tsx') && a !== '--conditions=niclab-source') : process.execArgv;
+/**
+ * The Node flags of an engine child: the agent's own where the child is its sibling; none for a
+ * compiled child of an agent run from source, whose flags (tsx, the source condition, in any
+ * spelling) are for .ts modules.
+ */
+const execArgvFor = (script: string) => (script.endsWith('.js') && import.meta.url.endsWith('.ts') ? [] : process.execArgv);
 
 /**
  * Runs an engine in its own Node process, so its CPU time is its own and a kill really ends it.
