@@ -61,12 +61,17 @@ for (const engine of Object.values(ENGINES)) {
       assert.ok(sender.figures.bytes > 0);
       // The builtin receiver counts to the last byte. iperf3's server stops counting at the end
       // of the test with what was still in flight uncounted: at most what the kernel lets each
-      // stream's two sockets buffer (tcp_wmem's and tcp_rmem's maximum). A share would be chance:
-      // CI's busy machine once left 1.06% of a second at 8.7 Gbit/s in flight.
+      // stream's two sockets buffer (tcp_wmem's and tcp_rmem's maximum), and at most 3% of a
+      // second's bytes (CI's busy machine once left 1.06% in flight at 8.7 Gbit/s, past the 1%
+      // this allowed before; the kernel's bound alone is 72 MiB here).
       assert.ok(receiver.figures.bytes <= sender.figures.bytes, 'no byte is received twice');
       const counts = `sent ${sender.figures.bytes}, received ${receiver.figures.bytes}`;
       if (engine.name === 'builtin') assert.equal(receiver.figures.bytes, sender.figures.bytes, counts);
-      else assert.ok(sender.figures.bytes - receiver.figures.bytes <= 2 * (maxBuffer('tcp_wmem') + maxBuffer('tcp_rmem')), `${counts}: more in flight than 2 streams' socket buffers hold`);
+      else {
+        const uncounted = sender.figures.bytes - receiver.figures.bytes;
+        assert.ok(uncounted <= 2 * (maxBuffer('tcp_wmem') + maxBuffer('tcp_rmem')), `${counts}: more in flight than 2 streams' socket buffers hold`);
+        assert.ok(uncounted <= 0.03 * sender.figures.bytes, `${counts}: over 3% uncounted`);
+      }
       // Calls are counted where the engine can count them; a write never carries more than bufferLength.
       if (sender.figures.calls !== null) assert.ok(sender.figures.calls > 0 && sender.figures.bytes <= sender.figures.calls * 65536);
       for (const end of [sender.figures, receiver.figures]) {

@@ -49,8 +49,9 @@ describe('latency under load on a tbf link: a longer shaper queue, a longer load
   /**
    * irtt's round trips in each run's idle seconds and in its load. The load is the stream's
    * bytes at its receiver: from its first byte to its last (the receiver's realSeconds, ending
-   * as its engine ends). Not the sender's end less the duration: the sender ends once its socket
-   * buffers have drained through the shaper, up to a second after its last write, and CI's idle
+   * as its engine ends, some ms after it). Not the sender's end less the duration: the sender
+   * ends once its socket buffers have drained through the shaper (300-600 ms after its last write
+   * here, printed below as the old estimate's lateness), and CI's idle
    * window so reached into the load (irtt's idle p50 2.57 ms, against 0.27-0.37 ms in the others).
    */
   const windows = (side: Side) => side.runs.map((run) => {
