@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
 import { assertResponse } from './contract.js';
+import { TERMINAL_STATUSES } from '@niclab/shared/domain/contract';
 import { followJob } from './sse.js';
 
-const TERMINAL = ['succeeded', 'failed', 'canceled'];
+const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
+/** A list of statuses and the function that adds one when it differs from the last. */
+const statusLog = () => {
+  const seen: string[] = [];
+  return { seen, note: (status: string) => void (seen.at(-1) !== status && seen.push(status)) };
+};
 
 /** A tiny client for a running API process; every response is checked against openapi.yaml. */
 export class ApiClient {
@@ -45,8 +51,7 @@ export class ApiClient {
    * it reads the job and follows again.
    */
   async finish(id: string, timeoutMs = 30_000): Promise<{ job: any; seen: string[] }> {
-    const seen: string[] = [];
-    const note = (status: string) => void (seen.at(-1) !== status && seen.push(status));
+    const { seen, note } = statusLog();
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       try {
@@ -57,7 +62,7 @@ export class ApiClient {
       }
       const { body } = await this.job(id);
       note(body.status);
-      if (TERMINAL.includes(body.status)) return { job: body, seen };
+      if (isTerminal(body.status)) return { job: body, seen };
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`job ${id} did not finish within ${timeoutMs} ms (seen ${seen.join(' -> ')})`);
@@ -65,12 +70,12 @@ export class ApiClient {
 
   /** Polls GET /v1/jobs/{id} every 50 ms until the job is finished: the statuses as reads see them, apart from its event stream. */
   async pollFinish(id: string, timeoutMs = 30_000): Promise<{ job: any; seen: string[] }> {
-    const seen: string[] = [];
+    const { seen, note } = statusLog();
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const { body } = await this.job(id);
-      if (seen.at(-1) !== body.status) seen.push(body.status);
-      if (TERMINAL.includes(body.status)) return { job: body, seen };
+      note(body.status);
+      if (isTerminal(body.status)) return { job: body, seen };
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`job ${id} did not finish within ${timeoutMs} ms (seen ${seen.join(' -> ')})`);

@@ -16,6 +16,7 @@ import type { Logger } from '@niclab/shared/runtime/logger';
 import { runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { RetryPolicy } from './retry-policy.js';
+import { RedisGaps } from './liveness-watch.js';
 import { RunExecution, type RunDeps } from './run-execution.js';
 import { SHUTDOWN } from './run-outcome.js';
 
@@ -73,15 +74,13 @@ export class Coordinator {
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
-    // Each running run's liveness watch listens for this connection's drops (a group runs many at once).
-    this.redis.setMaxListeners(0);
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
     ({ store: this.store, results: this.results } = jobStore(this.redis, this.keys));
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
     this.cancels = new CancelBus(this.redis, this.keys);
     this.runDeps = {
-      redis: this.redis, keys: this.keys, store: this.store, registry: this.registry, leases: this.leases, cancels: this.cancels,
+      redis: this.redis, redisGaps: new RedisGaps(this.redis), keys: this.keys, store: this.store, registry: this.registry, leases: this.leases, cancels: this.cancels,
       queueFor: (agentId) => this.queueFor(agentId), setupSeconds: config.setupSeconds,
       // Runs block on connections of their own; kept between runs, so a run does not wait for a new one to connect.
       borrowBlocking: () => this.idleBlocking.pop() ?? this.redis.duplicate(),

@@ -21,6 +21,29 @@ export async function offlineAgents(registry: AgentRegistry, ids: string[]): Pro
 }
 
 /**
+ * What one Redis connection's own events say of its gaps: closed or reconnecting until ready
+ * again. One per connection, listening once, read by every running run's watch (each used to
+ * listen itself, which a group's many runs at once took past the emitter's listener limit).
+ */
+export class RedisGaps {
+  /** The connection is down now (closed or reconnecting, not yet ready). */
+  down = false;
+  /** When it last went down or came back (epoch ms). */
+  lastGapAt = 0;
+
+  constructor(connection: EventEmitter) {
+    const down = () => {
+      this.down = true;
+      this.lastGapAt = Date.now();
+    };
+    connection.on('close', down).on('reconnecting', down).on('ready', () => {
+      this.down = false;
+      this.lastGapAt = Date.now();
+    });
+  }
+}
+
+/**
  * Watches a run's agents: when one dies mid-run (missed heartbeats, or it stopped), `signal`
  * aborts with agent_lost, so the run ends at once rather than at its deadline.
  *
@@ -35,41 +58,31 @@ export async function offlineAgents(registry: AgentRegistry, ids: string[]): Pro
 export class LivenessWatch {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
-  /** Redis last failed or stalled a check, or the connection was last down, at this time (epoch ms). */
+  /** Redis last failed or stalled one of this watch's checks at this time (epoch ms). */
   private redisGapAt = 0;
-  /** The connection is down now (closed or reconnecting, not yet ready). */
-  private redisDown = false;
-  private readonly onDown = () => {
-    this.redisDown = true;
-    this.redisGapAt = Date.now();
-  };
-  private readonly onReady = () => {
-    this.redisDown = false;
-    this.redisGapAt = Date.now();
-  };
 
-  constructor(private readonly registry: AgentRegistry, private readonly agents: string[], private readonly log: Logger, private readonly connection?: EventEmitter) {}
+  constructor(private readonly registry: AgentRegistry, private readonly agents: string[], private readonly log: Logger, private readonly redisGaps?: RedisGaps) {}
 
   get signal(): AbortSignal {
     return this.controller.signal;
   }
 
   start(): this {
-    this.connection?.on('close', this.onDown).on('reconnecting', this.onDown).on('ready', this.onReady);
     this.timer = setInterval(() => {
       const asked = Date.now();
       agentsOf(this.registry, this.agents).then(
         (agents) => {
           const now = Date.now();
           if (now - asked > REDIS_STALL_MS) this.redisGapAt = now;
-          if (this.controller.signal.aborted || this.redisDown) return;
+          if (this.controller.signal.aborted || this.redisGaps?.down) return;
+          const gapAt = Math.max(this.redisGapAt, this.redisGaps?.lastGapAt ?? 0);
           const offline = agents.filter(({ agent }) => {
             if (!agent) return true;
             if (agent.online) return false;
             const window = MISSED_HEARTBEATS * agent.heartbeatSeconds * 1000;
             // Offline while its last heartbeat is within the window: it said it stopped.
             const stopped = now - Date.parse(agent.lastSeen) <= window;
-            return stopped || now - this.redisGapAt > window;
+            return stopped || now - gapAt > window;
           }).map(({ id }) => id);
           if (offline.length === 0) return;
           this.log.warn({ agents: offline }, 'agent lost mid-run');
@@ -87,6 +100,5 @@ export class LivenessWatch {
 
   stop(): void {
     clearInterval(this.timer);
-    this.connection?.off('close', this.onDown).off('reconnecting', this.onDown).off('ready', this.onReady);
   }
 }

@@ -13,7 +13,7 @@ import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
 import { flowResult } from './flow-result.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { LivenessWatch, offlineAgents } from './liveness-watch.js';
+import { LivenessWatch, offlineAgents, type RedisGaps } from './liveness-watch.js';
 import type { EarlierAttempt } from './retry-policy.js';
 import { runOutcome } from './run-outcome.js';
 
@@ -25,6 +25,8 @@ const REPORT_GRACE_MS = 2000;
 /** What a run's execution works with: the coordinator's stores, connections and agents' queues. */
 export interface RunDeps {
   redis: Redis;
+  /** What `redis`'s own events say of its gaps, read by every run's liveness watch. */
+  redisGaps: RedisGaps;
   keys: Keys;
   store: JobStore;
   registry: AgentRegistry;
@@ -89,7 +91,7 @@ export class RunExecution {
     // The run's record and the check of its agents go to Redis together: one round trip before the receivers.
     const [, offline] = await Promise.all([this.deps.store.saveRun(run), offlineAgents(this.deps.registry, involved)]);
     const keeper = new LeaseKeeper(this.deps.leases, run.id, this.targets, this.log).start();
-    const liveness = new LivenessWatch(this.deps.registry, involved, this.log, this.deps.redis).start();
+    const liveness = new LivenessWatch(this.deps.registry, involved, this.log, this.deps.redisGaps).start();
     const signal = AbortSignal.any([jobSignal, liveness.signal]);
     const blocking = this.deps.borrowBlocking();
     let failure: ErrorInfo | null = null;
