@@ -72,14 +72,20 @@ test(`SIGKILL of Redis (AOF everysec) with ${JOBS} jobs accepted: every one ackn
   console.log(`redis down ${Date.now() - killedAt} ms; ${before.body.items.length} jobs had succeeded before the kill`);
 
   let last: any[] = [];
-  const statuses = await waitFor('every job to finish', async () => {
-    last = await Promise.all(ids.map(async (id) => (await client.job(id).catch(() => null))?.body));
+  await waitFor('every job to finish', async () => {
+    // One page holds them all: one read a second, not 60 (each checked against the contract): 70.5 -> 67.6 CPU-s for this file.
+    const page = await client.call('listJobs', 'GET', '/v1/jobs?limit=200').catch(() => null);
+    if (page?.status !== 200) return null;
+    const byId = new Map(page.body.items.map((job: { id: string }) => [job.id, job]));
+    last = ids.map((id) => byId.get(id));
     const finished = last.filter((job) => job && ['succeeded', 'failed', 'canceled'].includes(job.status));
     return finished.length === ids.length ? last : null;
   }, 180_000, 1000).catch((error: Error) => {
     const stuck = last.filter((job) => !job || !['succeeded', 'failed', 'canceled'].includes(job.status));
     throw new Error(`${error.message}: ${stuck.length} not finished, e.g. ${JSON.stringify(stuck.slice(0, 3).map((j) => j && { id: j.id, status: j.status, progress: j.progress, runs: j.runs?.map((r: any) => [r.status, r.error?.code]) }))}\napi: ${api.output().split('\n').slice(-15).join('\n')}`);
   });
+  // The list's jobs carry no runs: each job once, whole.
+  const statuses = await Promise.all(ids.map(async (id) => (await client.job(id)).body));
   const counts: Record<string, number> = {};
   for (const job of statuses) counts[job.status] = (counts[job.status] ?? 0) + 1;
   const failures = statuses.filter((job) => job.status !== 'succeeded').map((job) => `${job.id}: ${job.error?.code} ${job.error?.message}`);

@@ -190,7 +190,7 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
   });
 
   test('A -> D, builtin TCP and iperf3 TCP: they agree within 3% on a 100 Mbit link and each is within 5% of bare iperf3 (3 alternating rounds), below the link rate; both measure CPU at both ends; the builtin\'s bytes agree, both named interfaces carried them, retransmits as the kernel counts them', async (ctx) => {
-    const spec = (engine: string) => ({ engine, duration: 4, flows: [flow('A', 'D')] });
+    const spec = (engine: string) => ({ engine, duration: 3, flows: [flow('A', 'D')] });
     // A's RetransSegs is read around each builtin run only: the other tools' retransmits are not its.
     const retransSegs = () => snmpCounter(host('A').namespace, 'Tcp', 'RetransSegs');
     let kernel = 0;
@@ -202,7 +202,7 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     };
     // Both engines' figures pass through the same flowResult, so their agreement alone proves
     // nothing about it: bare iperf3 on the same path is the third party.
-    const { medians, ratio, all, jobs } = await alternate({ builtin, iperf3: niclab(spec('iperf3')), bare: bare([['A', 'D']], 4) }, 3);
+    const { medians, ratio, all, jobs } = await alternate({ builtin, iperf3: niclab(spec('iperf3')), bare: bare([['A', 'D']], 3) }, 3);
     const engines = ratio('builtin', 'iperf3');
     const reported = jobs.builtin!.map((job) => job.runs[0].flows[0].retransmits as number);
     ctx.diagnostic(`A->D builtin/iperf3 median pair ratio ${engines.toFixed(3)}, builtin/bare ${ratio('builtin', 'bare').toFixed(3)}, iperf3/bare ${ratio('iperf3', 'bare').toFixed(3)}; medians builtin ${medians.builtin![0]!.toFixed(1)}, iperf3 ${medians.iperf3![0]!.toFixed(1)}, bare ${medians.bare![0]!.toFixed(1)} Mbit/s (${all}); builtin retransmits ${reported.join('+')}, namespace A's RetransSegs +${kernel}`);
@@ -261,8 +261,8 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
     try {
       const rounds = [];
       for (let i = 0; i < 3; i++) {
-        const job = await counted(() => run({ engine: 'iperf3', protocol: 'udp', duration: 4, socketBuffer, udp: { packetSize: size, rate: { bitsPerSecond: offered } }, flows: [flow('A', 'D')] }));
-        const reference = await counted(() => bareIperf3Udp(host('A'), host('D'), 4, { packetSize: size, packetsPerSecond: offered / (size * 8), socketBuffer }));
+        const job = await counted(() => run({ engine: 'iperf3', protocol: 'udp', duration: 3, socketBuffer, udp: { packetSize: size, rate: { bitsPerSecond: offered } }, flows: [flow('A', 'D')] }));
+        const reference = await counted(() => bareIperf3Udp(host('A'), host('D'), 3, { packetSize: size, packetsPerSecond: offered / (size * 8), socketBuffer }));
         rounds.push({ job, reference });
       }
       for (const { job: { result, shapers, socket, nic }, reference } of rounds) {
@@ -283,7 +283,7 @@ describe('multi-host runs on a 4-host lab at 100 Mbit/s', { skip: NOT_ROOT }, ()
       const loss = middle(rounds.map((r) => r.job.result.runs[0].flows[0].udp.lossRatio as number));
       const bareLoss = middle(rounds.map((r) => r.reference.result.lossRatio));
       // Both sides: the offered rate is constant and the shaper's fixed; 0.02 leaves room for the
-      // shapers' 500 kB bursts (about 1% of a 4 s run) and the start and end of the run.
+      // shapers' 500 kB bursts (about 1% of a 3 s run at 150 Mbit/s offered) and the start and end of the run.
       assert.ok(Math.abs(loss - expected) <= 0.02, `median loss ratio ${loss.toFixed(3)}; nominal ${expected.toFixed(3)} (within 0.02)`);
       assert.ok(Math.abs(loss - bareLoss) <= 0.02, `median loss ratio ${loss.toFixed(3)}; bare iperf3 -u at the same offered rate ${bareLoss.toFixed(3)} (within 0.02)`);
     } finally {

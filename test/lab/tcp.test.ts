@@ -28,7 +28,7 @@ describe('TCP windows and losses on the lab', { skip: NOT_ROOT }, () => {
   });
 
   const sweep = async (engine: string): Promise<Point[]> => {
-    const job = await t.client.succeed({ engine, duration: 2, interval: 1, sweep: { socketBuffer: SIZES }, flows: [flow('A', 'B')] }, 120_000);
+    const job = await t.client.succeed({ engine, duration: 1, interval: 1, sweep: { socketBuffer: SIZES }, flows: [flow('A', 'B')] }, 120_000);
     type Buffers = { socketBuffers: { receiveBytes: number; sendBytes: number } };
     return job.runs.map((run: { point: { socketBuffer: number }; flows: { bitsPerSecond: number; diagnostics: { sender: Buffers; receiver: Buffers } }[] }) => ({
       socketBuffer: run.point.socketBuffer,
