@@ -151,54 +151,17 @@ function cpuTimes(): { busy: number; total: number } | null {
   }
 }
 
-/**
- * Runs `files` in the order given, `floor` at a time, and one more (up to `ceiling`) while the
- * machine has a core to spare: the rate search and the kill tests spend most of their minutes
- * waiting on a shaped link or a lock, and two of them side by side left a core idle. A file
- * is added only when the last SAMPLE_MS were at most IDLE_BELOW busy and the last file started
- * SETTLE_MS ago or more (a file's start is its busiest moment: tsx, Redis, agents).
- */
-const SAMPLE_MS = 4000;
-const SETTLE_MS = 8000;
-const IDLE_BELOW = 0.5;
-async function pool(files: string[], tier: Tier, floor: number, ceiling = floor): Promise<{ results: FileResult[]; busy: number | null; peak: number }> {
+/** Runs `files` at most `concurrency` at a time, in the order given; and how busy the machine was meanwhile (all CPUs, from /proc/stat). */
+async function pool(files: string[], tier: Tier, concurrency: number): Promise<{ results: FileResult[]; busy: number | null }> {
   const results: FileResult[] = [];
   const queue = [...files];
-  let running = 0;
-  let peak = 0;
-  let lastStart = 0;
   const first = cpuTimes();
-  let before = first;
-  let timer: NodeJS.Timeout | undefined;
-  await new Promise<void>((done) => {
-    if (!queue.length) return done();
-    const start = () => {
-      const file = queue.shift()!;
-      running++;
-      peak = Math.max(peak, running);
-      lastStart = performance.now();
-      void runFile(file, tier).then((result) => {
-        results.push(result);
-        running--;
-        while (running < floor && queue.length) start();
-        if (!running && !queue.length) {
-          clearInterval(timer);
-          done();
-        }
-      });
-    };
-    while (running < floor && queue.length) start();
-    if (ceiling <= floor) return;
-    timer = setInterval(() => {
-      const now = cpuTimes();
-      const share = now && before ? (now.busy - before.busy) / Math.max(1, now.total - before.total) : 1;
-      before = now;
-      if (queue.length && running < ceiling && share <= IDLE_BELOW && performance.now() - lastStart >= SETTLE_MS) start();
-    }, SAMPLE_MS);
-  });
+  const worker = async () => {
+    for (let file = queue.shift(); file; file = queue.shift()) results.push(await runFile(file, tier));
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, files.length)) }, worker));
   const last = cpuTimes();
-  const busy = first && last ? (last.busy - first.busy) / Math.max(1, last.total - first.total) : null;
-  return { results, busy, peak };
+  return { results, busy: first && last ? (last.busy - first.busy) / Math.max(1, last.total - first.total) : null };
 }
 
 const cpuText = (cpuSeconds: number | null) => `${cpuSeconds === null ? '     ?' : cpuSeconds.toFixed(1).padStart(6)} s CPU`;
@@ -214,17 +177,16 @@ async function main(): Promise<number> {
   const missing = files.filter((f) => !all.includes(f));
   if (missing.length) throw new Error(`no such test file: ${missing.join(', ')}`);
   const concurrency = Number(process.env.NICLAB_TEST_CONCURRENCY ?? 2);
-  const ceiling = Number(process.env.NICLAB_TEST_MAX_CONCURRENCY ?? concurrency + 1);
   const started = performance.now();
   const serial = tierArg === 'concurrent' ? [] : files.filter((f) => f in SERIAL);
   const rank = (f: string) => (FIRST.includes(f) ? FIRST.indexOf(f) : FIRST.length);
   const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL)).sort((a, b) => rank(a) - rank(b));
-  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time, ${ceiling} while a core is idle (concurrent tier)`);
+  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time (concurrent tier)`);
   const serialStarted = performance.now();
   const { results } = await pool(serial, 'serial', 1);
   const serialSeconds = (performance.now() - serialStarted) / 1000;
   const concurrentStarted = performance.now();
-  const shared = await pool(concurrent, 'concurrent', concurrency, ceiling);
+  const shared = await pool(concurrent, 'concurrent', concurrency);
   results.push(...shared.results);
   const concurrentSeconds = (performance.now() - concurrentStarted) / 1000;
   const total = (performance.now() - started) / 1000;
@@ -237,9 +199,9 @@ async function main(): Promise<number> {
     const counted = results.filter((r) => r.tier === tier && r.cpuSeconds !== null);
     return counted.length ? counted.reduce((sum, r) => sum + r.cpuSeconds!, 0).toFixed(0) : '?';
   };
-  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}, at most ${shared.peak} at once, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
+  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
   mkdirSync(join(ROOT, 'test-output'), { recursive: true });
-  writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, ceiling, concurrentPeak: shared.peak, concurrentBusy: shared.busy, files: results }, null, 2));
+  writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, concurrentBusy: shared.busy, files: results }, null, 2));
   if (failed.length) {
     console.log(`\n${failed.length} of ${results.length} files FAILED:`);
     for (const r of failed) console.log(`  ${r.file}  (${r.counts})`);

@@ -67,7 +67,7 @@ describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_
    * sample the same queue, so their loaded medians must agree within 20% + 1 ms (irtt's slots
    * fall 0-10 ms apart from the probe's in a queue that swings by tens of ms). Idle, all see an
    * empty queue, and the probe's round trip is the kernel's receive timestamps less its
-   * reflector's dwell: its median within 0.05 ms of ping's (the far kernel answers, and ping
+   * reflector's dwell: its median within 0.05 ms of ping's over the runs, 0.15 ms in each (the far kernel answers, and ping
    * stamps the reply in the kernel too), and no more than 0.05 ms over irtt's, which stamps in
    * its processes and reads 0.1-0.3 ms over the probe here (its two Go wake-ups). Before the
    * kernel's timestamps the probe's two Node event-loop wake-ups put it 0.1-0.45 ms over irtt.
@@ -78,6 +78,7 @@ describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_
    */
   test("the probe's round trips follow irtt's, idle and loaded", (ctx) => {
     const problems: string[] = [];
+    const idleFromPing: number[] = [];
     for (const w of windows()) {
       const [irttIdle, irttP50, irttP99, pingIdle] = [quantile(w.idle, 0.5), quantile(w.loaded, 0.5), quantile(w.loaded, 0.99), quantile(w.pingIdle, 0.5)];
       const [idleP50, loadedP50, loadedP99] = [w.probe.idle.rttSeconds.p50 * 1e3, w.probe.loaded.rttSeconds.p50 * 1e3, w.probe.loaded.rttSeconds.p99 * 1e3];
@@ -85,13 +86,18 @@ describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_
       if (!(w.idle.length > 0.9 * w.probe.idle.sent && w.loaded.length > 0.9 * w.probe.loaded.sent)) problems.push(`irtt samples ${w.idle.length} idle, ${w.loaded.length} loaded`);
       // ping's own timer falls behind on this loaded host (60-70% of its slots): enough for a median.
       if (!(w.pingIdle.length > 0.4 * w.probe.idle.sent)) problems.push(`ping samples ${w.pingIdle.length} idle`);
-      if (!(Math.abs(idleP50 - pingIdle) <= 0.05)) problems.push(`idle p50 probe ${idleP50} ms, ping ${pingIdle} ms`);
+      // Within 0.05 ms of ping's as the median of the runs (below); 0.15 ms in each: ping itself read
+      // 0.091 ms in one run of CI where the probe read 0.038 and, in the other two, ping 0.033-0.040 (irtt 0.23-0.42 throughout).
+      idleFromPing.push(Math.abs(idleP50 - pingIdle));
+      if (!(Math.abs(idleP50 - pingIdle) <= 0.15)) problems.push(`idle p50 probe ${idleP50} ms, ping ${pingIdle} ms`);
       if (!(idleP50 <= irttIdle + 0.05)) problems.push(`idle p50 probe ${idleP50} ms, irtt ${irttIdle} ms`);
       if (JSON.stringify(w.probe.arrivalTimes) !== JSON.stringify({ sender: 'kernel', reflector: 'kernel' }) || w.probe.sendTimes !== 'kernel') problems.push(`arrival times ${JSON.stringify(w.probe.arrivalTimes)}, send times ${w.probe.sendTimes}`);
       if (!(Math.abs(loadedP50 - irttP50) <= 0.2 * irttP50 + 1)) problems.push(`loaded p50 probe ${loadedP50} ms, irtt ${irttP50} ms`);
       if (!(0.8 * irttP99 - 2 <= loadedP99 && loadedP99 <= 2 * irttP99 + 2)) problems.push(`loaded p99 probe ${loadedP99} ms, irtt ${irttP99} ms`);
       if (!(loadedP50 > 5 * idleP50)) problems.push(`the load did not show: idle ${idleP50} ms, loaded ${loadedP50} ms`);
     }
+    const typical = quantile(idleFromPing, 0.5);
+    if (!(typical <= 0.05)) problems.push(`idle p50 probe against ping's: ${typical.toFixed(3)} ms apart as the median of the runs (${idleFromPing.map((d) => d.toFixed(3)).join(', ')})`);
     assert.deepEqual(problems, []);
   });
 
