@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { strategyFor } from '@niclab/shared/domain/campaign';
+import { strategyFor } from '@niclab/shared/domain/campaigns/index';
 import type { Agent, JobRequest } from '@niclab/shared/domain/contract';
 import { expandSpec } from '@niclab/shared/domain/groups';
 import { maxDegree } from '@niclab/shared/domain/rounds';

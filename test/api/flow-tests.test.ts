@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FlowResult, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { flowSpec, flowTestErrors, startDelaySeconds, withFlowTestDefaults } from '@niclab/shared/domain/flow-tests';
-import { runValue } from '@niclab/shared/domain/campaign';
+import { runValue } from '@niclab/shared/domain/points';
 import { summarizeRun } from '@niclab/shared/stores/results';
 import { rrFigures } from '@niclab/shared/domain/figures';
 import { paramsAt } from '@niclab/shared/domain/plan';

@@ -145,7 +145,7 @@ test('a rate search that succeeded is each link\'s latest search result per size
     const job = await store.create('00000000-0000-4000-8000-00000000005e', spec, 10);
     await store.transition(job.id, ['queued'], 'running', { startedAt: new Date().toISOString() });
     // Forward carries 4,000 (max passes at once); reverse loses above 3,000.
-    const { strategyFor } = await import('@niclab/shared/domain/campaign');
+    const { strategyFor } = await import('@niclab/shared/domain/campaigns/index');
     const strategy = strategyFor(job.spec);
     const finished = new Map();
     for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {

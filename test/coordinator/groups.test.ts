@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import type { Agent, FlowSpec, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { expandGroup, expandSpec } from '@niclab/shared/domain/groups';
 import { maxDegree, planRounds } from '@niclab/shared/domain/rounds';
-import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
+import { maxRuns, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 import { runSpec } from '@niclab/shared/domain/plan';
 import { pairOutcome } from '@niclab/shared/domain/pair-outcome';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { strategyFor } from '@niclab/shared/domain/campaign';
+import { strategyFor } from '@niclab/shared/domain/campaigns/index';
 import type { JobSpec, Run } from '@niclab/shared/domain/contract';
 import type { PlannedRun } from '@niclab/shared/domain/plan';
-import { judgeTrial, searchResults, searchErrors } from '@niclab/shared/domain/rate-search';
+import { judgeTrial, searchResults, searchErrors } from '@niclab/shared/domain/campaigns/rate-search';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 
 /**

@@ -171,6 +171,32 @@ test("no new branching on a test kind by the presence of its fields, outside the
   assert.deepEqual(found, PRESENCE_BRANCHES, 'a file branches on a kind by its fields more (or less) than listed: move the branch into the kind, or shorten the list');
 });
 
+/**
+ * The same for campaigns: a spec's campaign field (`search`, `group`) tested for presence
+ * outside campaigns/ is a campaign's branch living elsewhere. The places left are listed, each
+ * with why it stays; a new one fails, and so does an entry no longer needed.
+ */
+const CAMPAIGN_BRANCHES: Record<string, number> = {
+  // A group's own rule, where it is expanded against the inventory: it has no search.
+  'shared/src/domain/groups.ts': 1,
+  // A search's Prometheus series, written when a search job ends.
+  'shared/src/stores/metric-store.ts': 1,
+  // The web page's one-line description of a job names its group's shape.
+  'api/ui/src/pages/job.ts': 1,
+};
+
+test("no new branching on a campaign by its spec field, outside services/shared/src/domain/campaigns/", () => {
+  const presence = /(?:\.(?:search|group)\s*(?:\?(?![.?])|&&|\|\||\)\s*(?:\{|\?|&&|\|\|)))|(?:['"](?:search|group)['"]\s+in\b)|(?:if\s*\(\s*!?[\w.?]+\.(?:search|group)\s*\))/g;
+  const found: Record<string, number> = {};
+  for (const file of sources(SERVICES)) {
+    const name = relative(SERVICES, file);
+    if (name.startsWith('shared/src/domain/campaigns/') || file.includes('/generated/')) continue;
+    const count = (readFileSync(file, 'utf8').match(presence) ?? []).length;
+    if (count > 0) found[name] = count;
+  }
+  assert.deepEqual(found, CAMPAIGN_BRANCHES, 'a file branches on a campaign by its spec field more (or less) than listed: move the branch into the campaign, or shorten the list');
+});
+
 test('every run error code is in one table (RUN_ERRORS), and openapi.yaml lists exactly those', () => {
   const schemas = loadOpenApi().doc.components.schemas as Record<string, { enum?: string[] }>;
   assert.deepEqual([...(schemas.RunErrorCode?.enum ?? [])].sort(), Object.keys(RUN_ERRORS).sort());

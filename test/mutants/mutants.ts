@@ -18,7 +18,7 @@ export interface Mutant {
 
 const UDP_CHILD = 'services/agent/src/engines/builtin/udp-child.ts';
 const FLOW_RESULT = 'services/coordinator/src/flow-result.ts';
-const SEARCH = 'services/shared/src/domain/rate-search.ts';
+const SEARCH = 'services/shared/src/domain/campaigns/rate-search.ts';
 const IPERF3 = 'services/agent/src/engines/iperf3/index.ts';
 const ATTRIBUTION = 'services/shared/src/domain/attribution.ts';
 const MLR = 'services/shared/src/domain/mlrsearch';

@@ -1,5 +1,5 @@
 import type { Agent, FieldError, JobSpec } from '@niclab/shared/domain/contract';
-import { maxRuns } from '@niclab/shared/domain/campaign';
+import { campaignOf } from '@niclab/shared/domain/campaigns/index';
 import { paramsAt, repetitions, sweepPoints } from '@niclab/shared/domain/plan';
 import { runSeconds } from '@niclab/shared/domain/flow-tests';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
@@ -81,10 +81,10 @@ export function checkLimits(
   }
   // An engine's parameters depend on the sweep point only: check each point once, not each run.
   const points = sweepPoints(spec);
-  const runs = maxRuns(spec);
+  const { runs, by } = campaignOf(spec).maxRuns(spec);
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
-    const what = spec.group ? `its group expands to ${spec.flows.length} pairs, ` : '';
-    throw limitError(spec.group ? `${root}.flows` : `${root}.repeat`, 'maxRunsPerJob', `${what}the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
+    const what = by === 'pairs' ? `its group expands to ${spec.flows.length} pairs, ` : '';
+    throw limitError(by === 'pairs' ? `${root}.flows` : `${root}.repeat`, 'maxRunsPerJob', `${what}the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
   }
   if (limits.maxDurationSeconds !== undefined && runSeconds(spec) > limits.maxDurationSeconds) {
     throw limitError(`${root}.duration`, 'maxDurationSeconds', `${runSeconds(spec)} s${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);

@@ -9,10 +9,9 @@ import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import { enqueueJob, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import { maxRuns, strategyFor } from '@niclab/shared/domain/campaign';
+import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { intervalOf } from '@niclab/shared/domain/plan';
 import { CONFIDENCE } from '@niclab/shared/domain/statistics';
-import { searchErrors, withSearchDefaults } from '@niclab/shared/domain/rate-search';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { tuningErrors } from '@niclab/shared/domain/tuning-rules';
@@ -33,9 +32,10 @@ function consistency(spec: JobSpec): FieldError[] {
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
   if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
-  if (spec.search) errors.push(...searchErrors(spec));
-  const runs = maxRuns(spec);
-  if (runs > MAX_RUNS) errors.push({ field: spec.group ? 'body.flows' : 'body.sweep', message: `expands to ${runs} runs${spec.group ? ` (${spec.flows.length} pairs)` : ''}; at most ${MAX_RUNS} are allowed per job` });
+  const campaign = campaignOf(spec);
+  errors.push(...campaign.specErrors(spec));
+  const { runs, by } = campaign.maxRuns(spec);
+  if (runs > MAX_RUNS) errors.push({ field: by === 'pairs' ? 'body.flows' : 'body.sweep', message: `expands to ${runs} runs${by === 'pairs' ? ` (${spec.flows.length} pairs)` : ''}; at most ${MAX_RUNS} are allowed per job` });
   return errors;
 }
 
@@ -122,10 +122,11 @@ export async function submitJob(
     return { errors: error.errors, spec, expansion, limit: error.extra.rule ?? 'limit' };
   }
   const errors = [...expanded.errors, ...submissionErrors(spec, registered)];
-  if (errors.length === 0 && spec.search) {
-    const searched = withSearchDefaults(spec, registered);
-    spec = searched.spec;
-    errors.push(...searched.errors);
+  if (errors.length === 0) {
+    // The campaign's defaults that depend on the inventory (a search's max: the senders' link speed).
+    const defaulted = campaignOf(spec).withDefaults(spec, registered);
+    spec = defaulted.spec;
+    errors.push(...defaulted.errors);
   }
   if (errors.length > 0) return { errors, spec, expansion };
   const id = randomUUID();

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
-import { strategyFor } from '@niclab/shared/domain/campaign';
-import { pairOutcome } from '@niclab/shared/domain/pair-outcome';
+import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
 import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
@@ -217,7 +216,7 @@ export class Coordinator {
   /** The job ends as its campaign judges its runs (every run must succeed, a search must conclude, a group must measure a pair). */
   private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
     const finishedAt = new Date().toISOString();
-    const pairs = job.spec.group ? pairOutcome(job.spec, finished.values()) : undefined;
+    const { pairs } = campaignOf(job.spec).jobEnd(job.spec, finished.values());
     await this.store.transition(job.id, ['running'], error ? 'failed' : 'succeeded', { finishedAt, error, pairs });
     const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
     log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns, ...(pairs ? { pairsMeasured: pairs.measured, pairsFailed: pairs.failed } : {}) }, 'job finished');

@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
-import { pointLabel } from '@niclab/shared/domain/report';
+import { pointLabel } from '@niclab/shared/domain/plan';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { combineHeadline } from '@niclab/shared/domain/test-kinds/kind';

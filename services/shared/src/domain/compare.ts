@@ -3,12 +3,11 @@
  * figure in its own direction (the headline unless asked), a verdict, every other figure
  * measured, and what differed in the environment under them.
  */
-import { byPoint, headline } from './campaign.js';
+import { byPoint, headline } from './points.js';
 import { METRIC_NAMES, RUN_METRICS, type MetricName, type RunMetric } from './figure-directions.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
-import { DIMENSIONS, pointKey, sweepPoints } from './plan.js';
-import { pointLabel } from './report.js';
+import { DIMENSIONS, pointKey, pointLabel, sweepPoints } from './plan.js';
 import { alignTable } from './text-table.js';
 import { CONFIDENCE, clipToDomain, holm, summarize, welch, type Summary, type Welch } from './statistics.js';
 import { FIGURE_DOMAINS, minChange } from './figure-domains.js';

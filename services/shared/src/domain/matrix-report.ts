@@ -3,7 +3,7 @@
  * headline figure over its repetitions and its verdict; as JSON and as a text table.
  */
 import { alignTable } from './text-table.js';
-import { runValue } from './campaign.js';
+import { runValue } from './points.js';
 import type { Endpoint, Job, Run } from './contract.js';
 import type { components } from '../generated/openapi.js';
 import { pointKey, sweepPoints } from './plan.js';

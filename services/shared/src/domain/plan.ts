@@ -113,3 +113,12 @@ export function legsOf(spec: JobSpec, point: SweepPoint = {}): Leg[] {
     })),
   );
 }
+
+/** A sweep point as the seeds write it: `bufferLength=10240 socketBuffer=8192`, or `-` for none. */
+export function pointLabel(point: SweepPoint): string {
+  const parts = DIMENSIONS.filter((d) => point[d] !== undefined).map((d) => {
+    const value = point[d];
+    return `${d}=${typeof value === 'object' ? ('packetsPerSecond' in value ? `${value.packetsPerSecond}pps` : `${value.bitsPerSecond}bps`) : String(value)}`;
+  });
+  return parts.length ? parts.join(' ') : '-';
+}

@@ -5,10 +5,9 @@
  */
 import type { Comparison } from './compare.js';
 import type { Job, JobSpec, Run, SweepPoint } from './contract.js';
-import { DIMENSIONS, pointKey, type Dimension } from './plan.js';
+import { DIMENSIONS, pointKey, pointLabel, type Dimension } from './plan.js';
 import type { Report } from './report.js';
-import { basePoint } from './rate-search.js';
-import { pointLabel } from './report.js';
+import { basePoint } from './campaigns/rate-search.js';
 import { kindOf } from './test-kinds/index.js';
 import { RUN_METRICS } from './figure-directions.js';
 import { columnOf } from './figures/columns.js';

@@ -4,17 +4,16 @@
  */
 import { alignTable } from './text-table.js';
 import { whereLost } from './attribution.js';
-import { byPoint, headline, headlineOf, pointStates } from './campaign.js';
+import { byPoint, headline, headlineOf, pointStates } from './points.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
-import { DIMENSIONS, pointKey, repetitions, sweepPoints } from './plan.js';
+import { DIMENSIONS, pointKey, pointLabel, repetitions } from './plan.js';
 import { CONFIDENCE, summarize } from './statistics.js';
 import { FIGURE_DOMAINS, type FigureName } from './figure-domains.js';
 import { kindOf } from './test-kinds/index.js';
 import { COLUMNS } from './figures/columns.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
-import { basePoint, searchResults } from './rate-search.js';
-import { buildMatrix, matrixTable } from './matrix-report.js';
+import { campaignOf } from './campaigns/index.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -54,8 +53,8 @@ export function buildReport(job: Job, runs: Run[]): Report {
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
   const grouped = byPoint(finished);
-  // A group's pairs are runs of one point: its report is the matrix, not a point's statistics over pairs.
-  const reported = spec.group ? [] : spec.search ? trialPoints(spec, finished) : sweepPoints(spec);
+  const campaign = campaignOf(spec);
+  const reported = campaign.reportedPoints(spec, finished);
   const points: ReportPoint[] = reported.map((point) => {
     const key = pointKey(point);
     const mine = grouped.get(key) ?? [];
@@ -86,29 +85,11 @@ export function buildReport(job: Job, runs: Run[]): Report {
     status: job.status,
     headline: headline(spec),
     confidence,
-    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined || (d === 'rate' && spec.search)),
+    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined || campaign.addsDimensions.includes(d)),
     points,
-    ...(spec.search ? { searches: searchResults(spec, finished) } : {}),
-    ...(spec.group ? { matrix: buildMatrix(job, finished, confidence) } : {}),
+    ...campaign.reportSection(job, finished, confidence),
     failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
   };
-}
-
-/** A search's trial points: each sweep point's offered rates, lowest first. */
-function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
-  const order = new Map(sweepPoints(spec).map((point, i) => [pointKey(point), i]));
-  const distinct = new Map(finished.map((run) => [pointKey(run.point), run.point]));
-  const rate = (point: SweepPoint) => (point.rate && 'packetsPerSecond' in point.rate ? point.rate.packetsPerSecond : 0);
-  return [...distinct.values()].sort((a, b) => (order.get(pointKey(basePoint(a))) ?? 0) - (order.get(pointKey(basePoint(b))) ?? 0) || rate(a) - rate(b));
-}
-
-/** A sweep point as the seeds write it: `bufferLength=10240 socketBuffer=8192`, or `-` for none. */
-export function pointLabel(point: SweepPoint): string {
-  const parts = DIMENSIONS.filter((d) => point[d] !== undefined).map((d) => {
-    const value = point[d];
-    return `${d}=${typeof value === 'object' ? ('packetsPerSecond' in value ? `${value.packetsPerSecond}pps` : `${value.bitsPerSecond}bps`) : String(value)}`;
-  });
-  return parts.length ? parts.join(' ') : '-';
 }
 
 const csvCell = (value: unknown) => {
@@ -178,8 +159,8 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   const perPoint = reps.adaptive ? `${reps.min}-${reps.max} runs per point (adaptive)` : `${reps.min} run${reps.min === 1 ? '' : 's'} per point`;
   out.push(`job ${job.id}  ${spec.engine} ${spec.protocol} ${spec.test}  ${spec.flows.length} flow${spec.flows.length === 1 ? '' : 's'}  ${perPoint}  ${job.status}`);
   const grouped = byPoint(runs.filter((r) => r.status === 'succeeded'));
-  // A search's trials are listed in its own table below, not as one nttcp block each.
-  for (const p of report.searches ? [] : report.points) {
+  const own = campaignOf(spec).tableLines(job, report);
+  for (const p of own.replacesPoints ? [] : report.points) {
     const ok = grouped.get(pointKey(p.point)) ?? [];
     out.push('', `point ${pointLabel(p.point)}  (${p.runs.succeeded} succeeded, ${p.runs.failed} failed${p.stoppedBy && p.stoppedBy !== 'fixed' ? `, stopped by ${p.stoppedBy}` : ''})`);
     const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s']];
@@ -197,11 +178,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       out.push(`total ${unit}: mean ${(total.mean / scale).toFixed(digits)}, sd ${(total.standardDeviation / scale).toFixed(digits)}, ${Math.round(report.confidence * 100)}% CI ${ci(total, scale, digits)}, cv ${(total.coefficientOfVariation * 100).toFixed(1)}%, n ${total.n}`);
     }
   }
-  if (report.searches) out.push('', ...searchTable(spec, report.searches));
-  for (const matrix of report.matrix ?? []) out.push('', `${spec.group!.shape} matrix${Object.keys(matrix.point).length ? ` at ${pointLabel(matrix.point)}` : ''}: ${spec.flows.length} pairs in ${job.expansion?.rounds.length ?? '?'} rounds, rows from, columns to`, matrixTable(job, matrix));
-  if (job.pairs) out.push(`pairs measured: ${job.pairs.measured} of ${job.pairs.total}${job.pairs.failed ? `; ${job.pairs.failed} failed` : ''}`);
-  for (const f of job.pairs?.failures ?? []) out.push(`failed pair ${f.from.agent}:${f.from.interface} -> ${f.to.agent}:${f.to.interface}${Object.keys(f.point).length ? ` at ${pointLabel(f.point)}` : ''}: ${f.error.code}: ${f.error.message}`);
-  for (const skipped of job.expansion?.skipped ?? []) out.push(`skipped ${skipped.agent}${skipped.interface ? `:${skipped.interface}` : ''} (${skipped.reason}): ${skipped.message}`);
+  out.push(...own.lines);
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';
 }
@@ -226,8 +203,6 @@ function rttLines(flows: LegFigures[]): string[] {
   return [`round trips (${kinds}):`, alignTable([header, ...rows])];
 }
 
-const mbit = (bits: number) => (bits / 1e6).toFixed(2);
-
 /**
  * Per run and leg, crude's UDP figures (received, lost, out of order, jitter), where the lost
  * datagrams went, and what limited the leg.
@@ -248,33 +223,4 @@ function whyLines(runs: Run[]): string[] {
   }
   if (udpRows.length > 1) out.push(alignTable(udpRows));
   return [...out, ...notes];
-}
-
-/**
- * Seed 002's table: per point (direction × size, as swept) the rate found and where loss
- * began, then each point's trials in the order they ran.
- */
-function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): string[] {
-  const search = spec.search!;
-  const what = search.target === 'ndr' ? 'no-drop rate (NDR)' : `partial-drop rate (PDR, loss <= ${((search.lossRatio ?? 0) * 100).toPrecision(3)}%)`;
-  const out = [`rate search: ${what}, resolution ${search.resolutionPercent ?? 1}%, ${search.confirmations ?? 1} confirming trial(s), ${spec.duration} s per trial; rates per flow`];
-  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'bottleneck at found', 'trials', 'stopped by']];
-  const verdicts = (t: NonNullable<Report['searches']>[number]['trials'][number] | undefined) => (t ? [...new Set(t.flows.map((f) => f.bottleneck ?? '-'))].join(', ') : '-');
-  for (const r of searches) {
-    rows.push([
-      pointLabel(basePoint(r.point)), String(r.packetSize),
-      r.found ? String(r.found.packetsPerSecond) : '-', r.found ? mbit(r.found.bitsPerSecond) : '-', r.found ? mbit(r.found.wireBitsPerSecond) : '-',
-      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-',
-      r.found ? verdicts(r.trials.findLast((t) => t.passed && t.packetsPerSecond === r.found!.packetsPerSecond)) : '-', String(r.trials.length), r.stoppedBy ?? 'searching',
-    ]);
-  }
-  out.push(alignTable(rows));
-  for (const r of searches) {
-    out.push('', `trials at ${pointLabel(basePoint(r.point))}:`);
-    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict', 'bottleneck'], ...r.trials.map((t) => [
-      String(t.runIndex), String(t.packetsPerSecond), t.flows.length ? Math.round(Math.min(...t.flows.map((f) => f.achievedPacketsPerSecond))).toString() : '-',
-      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`, verdicts(t),
-    ])]));
-  }
-  return out;
 }

@@ -11,7 +11,7 @@ import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
 import { legsOf } from '../domain/plan.js';
 import { flowSpec } from '../domain/flow-tests.js';
-import { searchResults } from '../domain/rate-search.js';
+import { searchResults } from '../domain/campaigns/rate-search.js';
 
 /** The labels of a link's last rate search at one datagram size (bounded: no job id). */
 export interface SearchLabels {

@@ -8,16 +8,19 @@
  * Everything here is a pure function of the spec and the runs finished so far, so a
  * coordinator that resumes a job (or the report) replays the same search from its runs.
  */
-import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from './contract.js';
-import type { components } from '../generated/openapi.js';
-import { legsOf, pointKey, sweepPoints, type PlannedRun } from './plan.js';
-import { udpPacketsPerSecond } from './udp-rate.js';
-import { kindOf } from './test-kinds/index.js';
-import { perFinishedRuns } from './finished-runs.js';
+import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from '../contract.js';
+import type { components } from '../../generated/openapi.js';
+import { legsOf, pointKey, pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
+import { udpPacketsPerSecond } from '../udp-rate.js';
+import { kindOf } from '../test-kinds/index.js';
+import { perFinishedRuns } from '../finished-runs.js';
+import { alignTable } from '../text-table.js';
+import { NOTHING_MORE, type Campaign, type CampaignStrategy } from './campaign.js';
 
 export type RateSearchSpec = NonNullable<JobSpec['search']>;
 export type SearchResult = components['schemas']['SearchResult'];
 type Trial = SearchResult['trials'][number];
+type Report = components['schemas']['Report'];
 
 /** Bytes a datagram adds to its payload on an IPv4 Ethernet link: UDP 8, IPv4 20, Ethernet 14 + FCS 4, preamble 8, gap 12. */
 export const WIRE_OVERHEAD_BYTES = 66;
@@ -226,7 +229,7 @@ export function searchResults(spec: JobSpec, finished: Iterable<Run>): SearchRes
  * plan index of a trial is its place in the job (the next free index), so a resumed job
  * replays its finished trials and goes on where it stopped.
  */
-export class RateSearch {
+export class RateSearch implements CampaignStrategy {
   constructor(private readonly spec: JobSpec) {}
 
   /** Every point's search, replayed from the finished runs. */
@@ -260,3 +263,58 @@ export class RateSearch {
 export function maxSearchRuns(spec: JobSpec): number {
   return sweepPoints(spec).length * settingsOf(spec.search!).maxTrials;
 }
+
+/** A search's trial points: each sweep point's offered rates, lowest first. */
+function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
+  const order = new Map(sweepPoints(spec).map((point, i) => [pointKey(point), i]));
+  const distinct = new Map(finished.map((run) => [pointKey(run.point), run.point]));
+  const rate = (point: SweepPoint) => (point.rate && 'packetsPerSecond' in point.rate ? point.rate.packetsPerSecond : 0);
+  return [...distinct.values()].sort((a, b) => (order.get(pointKey(basePoint(a))) ?? 0) - (order.get(pointKey(basePoint(b))) ?? 0) || rate(a) - rate(b));
+}
+
+const mbit = (bits: number) => (bits / 1e6).toFixed(2);
+
+/**
+ * Seed 002's table: per point (direction × size, as swept) the rate found and where loss
+ * began, then each point's trials in the order they ran.
+ */
+function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): string[] {
+  const search = spec.search!;
+  const what = search.target === 'ndr' ? 'no-drop rate (NDR)' : `partial-drop rate (PDR, loss <= ${((search.lossRatio ?? 0) * 100).toPrecision(3)}%)`;
+  const out = [`rate search: ${what}, resolution ${search.resolutionPercent ?? 1}%, ${search.confirmations ?? 1} confirming trial(s), ${spec.duration} s per trial; rates per flow`];
+  const rows = [['point', 'size B', 'found pps', 'payload Mbit/s', 'wire Mbit/s', 'loss began pps', 'limited by', 'bottleneck at found', 'trials', 'stopped by']];
+  const verdicts = (t: NonNullable<Report['searches']>[number]['trials'][number] | undefined) => (t ? [...new Set(t.flows.map((f) => f.bottleneck ?? '-'))].join(', ') : '-');
+  for (const r of searches) {
+    rows.push([
+      pointLabel(basePoint(r.point)), String(r.packetSize),
+      r.found ? String(r.found.packetsPerSecond) : '-', r.found ? mbit(r.found.bitsPerSecond) : '-', r.found ? mbit(r.found.wireBitsPerSecond) : '-',
+      r.bracket.high === null ? '-' : String(r.bracket.high), r.limitedBy ?? '-',
+      r.found ? verdicts(r.trials.findLast((t) => t.passed && t.packetsPerSecond === r.found!.packetsPerSecond)) : '-', String(r.trials.length), r.stoppedBy ?? 'searching',
+    ]);
+  }
+  out.push(alignTable(rows));
+  for (const r of searches) {
+    out.push('', `trials at ${pointLabel(basePoint(r.point))}:`);
+    out.push(alignTable([['run', 'offered pps', 'achieved pps', 'loss %', 'verdict', 'bottleneck'], ...r.trials.map((t) => [
+      String(t.runIndex), String(t.packetsPerSecond), t.flows.length ? Math.round(Math.min(...t.flows.map((f) => f.achievedPacketsPerSecond))).toString() : '-',
+      (t.lossRatio * 100).toFixed(3), t.passed ? 'pass' : `fail (${t.failedBy})`, verdicts(t),
+    ])]));
+  }
+  return out;
+}
+
+export const rateSearch: Campaign = {
+  ...NOTHING_MORE,
+  name: 'rate-search',
+  asks: (spec) => spec.search !== undefined,
+  specErrors: searchErrors,
+  withDefaults: withSearchDefaults,
+  maxRuns: (spec) => ({ runs: maxSearchRuns(spec), by: 'points' }),
+  strategy: (spec) => new RateSearch(spec),
+  // Its points are the rates it tried: each is repeated only to confirm it.
+  reportedPoints: trialPoints,
+  addsDimensions: ['rate'],
+  reportSection: (job, finished) => ({ searches: searchResults(job.spec, finished) }),
+  // Its trials are listed in its own table, not as one nttcp block each.
+  tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...searchTable(job.spec, report.searches ?? [])] }),
+};

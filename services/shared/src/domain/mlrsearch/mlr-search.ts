@@ -1,6 +1,6 @@
 /**
  * MLRsearch (draft-ietf-bmwg-mlrsearch-15, RFC 9971) as a pure function of its config and the
- * trials made so far, in the shape of the binary search (rate-search.ts): `next(trials)` is the
+ * trials made so far, in the shape of the binary search (campaigns/rate-search.ts): `next(trials)` is the
  * next trial to make, `outcome(trials)` what the search has found. Each call replays the search
  * from the first trial, so a job that resumes from its runs asks for the same next trial.
  *

@@ -1,0 +1,79 @@
+/**
+ * A campaign: how a job chooses its runs and what it makes of them. Each is one module of this
+ * folder, listed once in CAMPAIGNS (index.ts): sweep × repeat, a group's pair rounds, a rate
+ * search. A campaign owns what the schema cannot say about its fields, its defaults, its run
+ * count, its run chooser, its part of the report and what the job records at its end, so
+ * adding one touches its module, one line of CAMPAIGNS, and the contract's fields.
+ */
+import type { Agent, ErrorInfo, FieldError, Job, JobSpec, Run, SweepPoint } from '../contract.js';
+import type { components } from '../../generated/openapi.js';
+import type { Dimension, PlannedRun } from '../plan.js';
+
+type Report = components['schemas']['Report'];
+
+/**
+ * How a campaign chooses its runs, one at a time: the coordinator asks for the next run to
+ * make until there is none. Replayable: a pure function of the spec and the runs finished so far.
+ */
+export interface CampaignStrategy {
+  /** The next run to make, given every run finished so far (by plan index), or null when the campaign is complete. */
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null;
+  /** Runs to make at once (they share no interface), when the campaign makes some in parallel; else `next` alone is asked. */
+  nextRound?(finished: ReadonlyMap<number, Run>): PlannedRun[];
+  /** Runs the campaign will make in all, as far as it can tell now (its progress total). */
+  expectedRuns(finished: ReadonlyMap<number, Run>): number;
+  /** Once complete: why the job failed, or null when it succeeded. */
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null;
+}
+
+/** The most runs a job can make, and what makes them: its pairs (a group), or its points × repetitions or trials. */
+export interface RunCount {
+  runs: number;
+  by: 'pairs' | 'points';
+}
+
+export interface Campaign {
+  /** As logs and the README name it. */
+  readonly name: string;
+  /** Whether a spec asks for this campaign: the first of CAMPAIGNS that does runs the job. */
+  asks(spec: JobSpec): boolean;
+  /** What the schema cannot say about the spec's campaign fields, each naming its field. */
+  specErrors(spec: JobSpec): FieldError[];
+  /** The defaults that depend on the inventory, filled in so the stored job shows them (spec in, spec out), and what could not be. */
+  withDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] };
+  /** The most runs the job can make: what the 10,000-run cap and a token's maxRunsPerJob are checked against. */
+  maxRuns(spec: JobSpec): RunCount;
+  /** Its run chooser for one job. */
+  strategy(spec: JobSpec): CampaignStrategy;
+  /** The points the report gives statistics for: the sweep's, a search's trial rates, none for a group (its matrix). */
+  reportedPoints(spec: JobSpec, finished: Run[]): SweepPoint[];
+  /** Report dimensions it adds to the sweep's (a search's offered rate). */
+  readonly addsDimensions: readonly Dimension[];
+  /** Its own part of the report. */
+  reportSection(job: Job, finished: Run[], confidence: number): Pick<Report, 'searches' | 'matrix'>;
+  /** Its lines in the text table, after the points' blocks; `replacesPoints` where they stand for those blocks (a search's trials). */
+  tableLines(job: Job, report: Report): { replacesPoints: boolean; lines: string[] };
+  /** What the job records at its end beside its status: a group's pairs. */
+  jobEnd(spec: JobSpec, finished: Iterable<Run>): Pick<Job, 'pairs'>;
+}
+
+/** Every run must succeed: the job fails with the first failed run's reason (its code when all failed). */
+export function everyRunOutcome(runs: Iterable<Run>): ErrorInfo | null {
+  const all = [...runs];
+  const failed = all.filter((r) => r.status === 'failed').sort((a, b) => a.index - b.index);
+  if (failed.length === 0) return null;
+  const first = failed[0]?.error;
+  return {
+    code: failed.length === all.length && first ? first.code : 'runs_failed',
+    message: `${failed.length} of ${all.length} runs failed${first ? `; first: ${first.message}` : ''}`,
+  };
+}
+
+/** A campaign's hooks that most leave as they are: no inventory defaults, no section, no lines, nothing at the end. */
+export const NOTHING_MORE = {
+  addsDimensions: [] as readonly Dimension[],
+  withDefaults: (spec: JobSpec) => ({ spec, errors: [] as FieldError[] }),
+  reportSection: () => ({}),
+  tableLines: () => ({ replacesPoints: false, lines: [] as string[] }),
+  jobEnd: () => ({}),
+} satisfies Partial<Campaign>;
