@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import type { Agent, FlowSpec, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { expandGroup, expandSpec } from '@niclab/shared/domain/groups';
 import { maxDegree, planRounds } from '@niclab/shared/domain/rounds';
-import { maxRuns, strategyFor } from '@niclab/shared/domain/campaigns/index';
+import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 import { runSpec } from '@niclab/shared/domain/plan';
 import { pairOutcome } from '@niclab/shared/domain/pair-outcome';
@@ -122,7 +122,7 @@ test('a spec with a group keeps the group, stores the pairs as flows, and counts
   assert.equal(spec.flows.length, 12);
   assert.equal(spec.group?.shape, 'mesh');
   assert.equal(expansion?.rounds.length, 6);
-  assert.equal(maxRuns(spec), 24);
+  assert.equal(campaignOf(spec).maxRuns(spec).runs, 24);
   assert.equal(strategyFor(spec).expectedRuns(new Map()), 24);
   const none = expandSpec(request(), [agent('a1', { rack: 'a' })]);
   assert.match(none.errors[0]!.message, /no pair now/);

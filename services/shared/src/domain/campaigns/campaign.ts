@@ -69,8 +69,9 @@ export function everyRunOutcome(runs: Iterable<Run>): ErrorInfo | null {
   };
 }
 
-/** A campaign's hooks that most leave as they are: no inventory defaults, no section, no lines, nothing at the end. */
+/** A campaign's hooks that most leave as they are: no rules of its own, no inventory defaults, no section, no lines, nothing at the end. */
 export const NOTHING_MORE = {
+  specErrors: () => [] as FieldError[],
   addsDimensions: [] as readonly Dimension[],
   withDefaults: (spec: JobSpec) => ({ spec, errors: [] as FieldError[] }),
   reportSection: () => ({}),

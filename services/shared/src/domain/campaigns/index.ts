@@ -22,8 +22,3 @@ export function campaignOf(spec: JobSpec): Campaign {
 export function strategyFor(spec: JobSpec): CampaignStrategy {
   return campaignOf(spec).strategy(spec);
 }
-
-/** The most runs a job can make (what limits and the 10,000-run cap are checked against): a group's are per pair. */
-export function maxRuns(spec: JobSpec): number {
-  return campaignOf(spec).maxRuns(spec).runs;
-}

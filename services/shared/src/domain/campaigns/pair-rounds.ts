@@ -50,9 +50,8 @@ export class PairRounds implements CampaignStrategy {
 export const pairRounds: Campaign = {
   ...NOTHING_MORE,
   name: 'pair-rounds',
+  // No specErrors: a group's rules (no search, no adaptive repeat) are checked where it is expanded (groups.ts).
   asks: (spec) => spec.group !== undefined,
-  // A group's rules (no search, no adaptive repeat) are checked where it is expanded (groups.ts).
-  specErrors: () => [],
   maxRuns: (spec) => ({ runs: sweepPoints(spec).length * repetitions(spec).max * spec.flows.length, by: 'pairs' }),
   strategy: (spec) => new PairRounds(spec),
   // Its pairs are runs of one point: its report is the matrix, not a point's statistics over pairs.

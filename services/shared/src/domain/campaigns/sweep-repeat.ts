@@ -42,9 +42,8 @@ export class SweepRepeat implements CampaignStrategy {
 export const sweepRepeat: Campaign = {
   ...NOTHING_MORE,
   name: 'sweep-repeat',
+  // No rules of its own: repeat's (min <= max) is the spec's consistency, whatever the campaign.
   asks: () => true,
-  // repeat's own rule (min <= max) is the spec's consistency, whatever the campaign.
-  specErrors: () => [],
   maxRuns: (spec) => ({ runs: sweepPoints(spec).length * repetitions(spec).max, by: 'points' }),
   strategy: (spec) => new SweepRepeat(spec),
   reportedPoints: (spec) => sweepPoints(spec),
