@@ -36,3 +36,27 @@ test('niclab start runs API, agent "local" and a private Redis, and Ctrl-C stops
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A Ctrl-C while the parts are still starting (here: as soon as the API answers, while the agent
+// starts) stops what started, the late ones too, before Redis. CI once saw the agent start after
+// Redis had stopped, and fail to reach it until the shutdown timed out.
+test('a Ctrl-C during start-up waits for the parts still starting, then stops every one before Redis', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-start-'));
+  const port = await freePort();
+  const niclab = spawnNiclab(['start'], { NICLAB_PORT: String(port), NICLAB_DATA_DIR: dir }, { group: true });
+  try {
+    await waitFor('api listening', () => /"msg":"api listening"/.test(niclab.output()), 20_000, 5);
+    const redisPids = childPids(niclab.pid);
+    process.kill(-niclab.pid, 'SIGINT');
+    assert.equal(await niclab.exited, 0, niclab.output());
+    await waitFor('the private redis-server to exit', () => redisPids.every((pid) => !isAlive(pid)), 5000);
+    const out = niclab.output();
+    assert.ok(out.indexOf('"msg":"shutting down"') < out.indexOf('"msg":"agent started"') || !out.includes('"msg":"agent started"'), 'the signal came while the agent was starting');
+    assert.doesNotMatch(out, /shutdown step failed/, 'every part stopped in order');
+    assert.doesNotMatch(out, /"level":50/, 'no errors while shutting down');
+    assert.match(out, /"msg":"stopped"/);
+  } finally {
+    await niclab.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -145,6 +145,9 @@ async function main(argv: string[]): Promise<void> {
   const config = { ...base, redisUrl: redisUrl ?? 'redis://127.0.0.1:6379' };
 
   let stopping = false;
+  // The parts still starting when a signal comes: shutdown waits for them, so that one that
+  // finishes starting late (the agent, while Redis stops) is stopped too, and before Redis.
+  let starting: Promise<void> = Promise.resolve();
   const shutdown = async (signal: string) => {
     if (stopping) {
       log.warn({ signal }, 'second signal: exiting now');
@@ -152,7 +155,9 @@ async function main(argv: string[]): Promise<void> {
     }
     stopping = true;
     log.info({ signal }, 'shutting down');
-    for (const stop of stoppers.reverse()) {
+    const startBound = new Promise<void>((resolve) => setTimeout(resolve, 15_000).unref());
+    await Promise.race([starting.catch(() => undefined), startBound]);
+    for (const stop of [...stoppers].reverse()) {
       // Each step is bounded: a shutdown never hangs on a peer (e.g. Redis) that is already gone.
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out after 5 s')), 5000).unref());
       await Promise.race([stop(), timeout]).catch((error: unknown) => log.error({ err: error }, 'shutdown step failed'));
@@ -163,9 +168,14 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  if (policy) await listen(config, policy, tls, log.child({ role: 'api' }), stoppers);
-  if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
-  if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
+  starting = (async () => {
+    if (policy) await listen(config, policy, tls, log.child({ role: 'api' }), stoppers);
+    if (stopping) return;
+    if (command === 'coordinator' || ((command === 'start' || command === 'api') && config.coordinator)) await coordinate(config, log, stoppers);
+    if (stopping) return;
+    if (command === 'start' || command === 'agent') await runAgent(config, log, stoppers);
+  })();
+  await starting;
 }
 
 function printToken(name: string | undefined, scope: string, { TOKEN_NAME, SCOPES, newToken }: typeof import('@niclab/api/policy')): void {
