@@ -156,10 +156,13 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
     assert.deepEqual(c.metric, { name: 'rttP99Seconds', unit: 's', higherIsBetter: false });
     assert.equal(c.points[0].verdict, 'worse');
     assert.match(of('rttP99Seconds').judged, /^rttP99Seconds \(lower is better\): .*: worse$/);
-    // The same throughput: no significant change, and the means within 8%. (The 95% interval of the change
-    // was -0.6..2.3% on a quiet machine; under load 10 one short run made 80.9 Mbit/s and it was -5.7..17%.)
+    // About the same throughput: the long queue is not worse, and the means are within 8%. (The 95% interval
+    // of the change was -0.6..2.3% on a quiet machine; under load 10 one short run made 80.9 Mbit/s and it was
+    // -5.7..17%.) The short queue drops (1,480 datagrams in one fresh-clone run), and TCP's backoff can cost it a
+    // few percent: that run judged the long queue's +3.5% (92.4 -> 95.6 Mbit/s) better at p 0.04, a true
+    // difference and not a failure of what this test shows.
     const bits = of('bitsPerSecond');
-    assert.equal(bits.verdict, 'no significant change', bits.judged);
+    assert.notEqual(bits.verdict, 'worse', bits.judged);
     assert.ok(Math.abs(bits.changePercent) < 8, bits.judged);
     assert.ok(c.variedByUser.includes('tuning'));
     const idle = of('idleRttP50Seconds');
