@@ -130,7 +130,7 @@ test('a rate search through the API: defaults stored, trials are runs at their o
   // receiver of a few datagrams (issue 16), and what is checked here is the plumbing.
   const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { target: 'pdr', lossRatio: 0.2, min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 } }, flows: [loop] };
   const job = await client.succeed(spec, 120_000);
-  assert.deepEqual(job.spec.search, { target: 'pdr', lossRatio: 0.2, min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, resolutionPercent: 1, confirmations: 1, maxTrials: 40 });
+  assert.deepEqual(job.spec.search, { algorithm: 'binary', target: 'pdr', lossRatio: 0.2, min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, resolutionPercent: 1, confirmations: 1, maxTrials: 40 });
   assert.deepEqual(job.runs[0].point, { rate: { packetsPerSecond: 500 } }, 'the first trial is at max');
   assert.deepEqual(job.progress, { runsDone: job.runs.length, runsTotal: job.runs.length });
   const { body: report } = await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
@@ -164,6 +164,51 @@ test('a rate search through the API: defaults stored, trials are runs at their o
   assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 } }, { repeat: 3 }), /body\.repeat/);
   assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 }, lossRatio: 0.01 }), /body\.search\.lossRatio: applies to target "pdr" only/);
   assert.match(await refused({ target: 'ndr', max: { packetsPerSecond: 2000 } }, { protocol: 'tcp', udp: undefined }), /body\.protocol: applies to protocol "udp" only/);
+});
+
+test('an MLRsearch through the API: goals stored with their defaults, each trial a run of its own duration, the report per goal', async () => {
+  // Loopback carries 500 datagrams/s: max is a lower bound of both goals, so neither has an
+  // upper bound (irregular), and the search ends once max has its full-length trial-seconds.
+  // Final trials of 2 s after 1 s ones: each run must last what the search asked.
+  const goal = { finalTrialDuration: 2, durationSum: 2, exceedRatio: 0.5 };
+  const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, goals: [{ lossRatio: 0.2, ...goal }, { lossRatio: 0.5, ...goal }] }, flows: [loop] };
+  const job = await client.succeed(spec, 120_000);
+  assert.deepEqual(job.spec.search, {
+    algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, warmupDuration: 1, searchDurationMax: 600,
+    goals: [0.2, 0.5].map((lossRatio) => ({ lossRatio, exceedRatio: 0.5, finalTrialDuration: 2, durationSum: 2, width: 0.005, initialTrialDuration: 1 })),
+  });
+  const durations = job.runs.map((r: { duration: number }) => r.duration);
+  assert.ok(durations.includes(1) && durations.includes(2), durations.join(','));
+  for (const run of job.runs.filter((r: { status: string }) => r.status === 'succeeded')) {
+    // The sender's own count and clock: the run lasted its trial's duration at its offered rate.
+    const offered = run.point.rate.packetsPerSecond;
+    const flow = run.flows[0];
+    assert.ok(Math.abs(flow.udp.sent / (offered * run.duration) - 1) <= 0.02, `run ${run.index}: ${flow.udp.sent} sent at ${offered}/s for ${run.duration} s`);
+    assert.ok(Math.abs(flow.sender.realSeconds - run.duration) <= 0.3, `run ${run.index}: sent for ${flow.sender.realSeconds} s of ${run.duration}`);
+  }
+  const { body: report } = await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+  assert.equal(report.searches, undefined);
+  const [result] = report.mlrSearches;
+  assert.deepEqual([result.state, result.stoppedBy], ['done', 'goals']);
+  assert.deepEqual(result.trials.map((t: { runIndex: number; packetsPerSecond: number; duration: number }) => [t.runIndex, t.packetsPerSecond, t.duration]), job.runs.map((r: { index: number; point: { rate: { packetsPerSecond: number } }; duration: number }) => [r.index, r.point.rate.packetsPerSecond, r.duration]));
+  for (const g of result.goals) {
+    assert.deepEqual([g.irregular, g.relevantLowerBound.packetsPerSecond, g.relevantUpperBound], ['no_upper_bound', 500, null], JSON.stringify(g));
+    assert.deepEqual(g.relevantLowerBound, { packetsPerSecond: 500, bitsPerSecond: 500 * 200 * 8, wireBitsPerSecond: 500 * 266 * 8, totalPacketsPerSecond: 500 });
+  }
+  const table = await (await fetch(`${client.base}/v1/jobs/${job.id}/report?format=table`)).text();
+  assert.match(table, /MLRsearch \(draft-ietf-bmwg-mlrsearch, RFC 9971\): 2 goal\(s\)/);
+
+  const refused = async (search: object) => {
+    const res = await client.call('createJob', 'POST', '/v1/jobs', { ...spec, search });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    return res.body.errors.map((e: { field: string; message: string }) => `${e.field}: ${e.message}`).join('; ');
+  };
+  const bounds = { min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 } };
+  assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, confirmations: 1 }), /body\.search\.confirmations: applies to algorithm "binary" only/);
+  assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, target: 'ndr' }), /body\.search\.target: applies to algorithm "binary" only/);
+  assert.match(await refused({ ...bounds, goals: [{ lossRatio: 0 }] }), /body\.search\.goals: applies to algorithm "mlrsearch" only/);
+  assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] }), /body\.search\.goals\[0\]\.finalTrialDuration: must be at least initialTrialDuration/);
+  assert.match(await refused({ algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 500 } }), /body\.search\.max: must be above min/);
 });
 
 test('a swept direction runs each flow one way, the other way, and both, in one job', async () => {

@@ -45,6 +45,23 @@ test('niclab run --json --wait prints the finished job; without --wait, the job 
   assert.deepEqual(JSON.parse(shown.stdout).spec.udp, { packetSize: 1024, rate: { packetsPerSecond: 1000 } });
 });
 
+test('niclab search --goal ndr --goal pdr=1%: an MLRsearch of those goals; a binary search\'s flags refused beside them', async () => {
+  const queued = await niclabCli('search', ...loop, '--size', '200', '--min', '100pps', '--max', '500pps', '-t', '1', '--goal', 'ndr', '--goal', 'pdr=1%');
+  assert.equal(queued.code, 0, queued.stderr);
+  const id = queued.stdout.trim();
+  const { search } = JSON.parse((await niclabCli('job', id, '--json')).stdout).spec;
+  await niclabCli('cancel', id);
+  assert.equal(search.algorithm, 'mlrsearch');
+  assert.deepEqual(search.goals.map((g: { lossRatio: number; finalTrialDuration: number }) => [g.lossRatio, g.finalTrialDuration]), [[0, 1], [0.01, 1]]);
+  assert.deepEqual([search.min, search.max], [{ packetsPerSecond: 100 }, { packetsPerSecond: 500 }]);
+  const mixed = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'ndr', '--pdr', '0.1%');
+  assert.equal(mixed.code, 2);
+  assert.match(mixed.stderr, /--pdr, --resolution and --confirm are a binary search's: an MLRsearch takes --goal ndr\|pdr\[=LOSS\]/);
+  const unknown = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'fast');
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /--goal: "fast" is not ndr, pdr or pdr=LOSS/);
+});
+
 test('errors read as sentences: the API\'s detail and fields, usage errors exit 2, no stack traces', async () => {
   const refused = await niclabCli('run', '--from', 'cli:lo', '--to', 'nobody:lo', '--wait');
   assert.equal(refused.code, 1);

@@ -68,4 +68,52 @@ describe('rate search on a shaped lab link', { skip: NOT_ROOT }, () => {
     console.log(`NDR: ${ndr.found?.packetsPerSecond} pps, ${ndr.trials.length} trials\n${await (await fetch(`${t.client.base}/v1/jobs/${ndr.jobId}/report?format=table`)).text()}`);
     assert.ok(ndr.found && ndr.found.packetsPerSecond <= Math.max(...found), `NDR ${JSON.stringify(ndr.found)} vs PDR ${found.join(', ')}`);
   });
+
+  // An MLRsearch of NDR and PDR 0.5% in one job. A trial of T s passes up to QUEUE_SECONDS / T
+  // above the rate (the shaper's queue takes the excess), so what the shaper carries in a
+  // final trial is SHAPER_PPS × (1 + QUEUE_SECONDS / T): the NDR's closed form, and the PDR's
+  // that over (1 − 0.005). Final trials of 5 s with a duration sum of 10 s: a load is decided
+  // by two of them, and one unlucky trial (a stalled sender's burst on this shared host) does
+  // not move it.
+  test('MLRsearch: NDR and PDR 0.5% from one job, each within 1% of what the shaper carries in its final trials; bare iperf3 agreeing within a 1% step', async () => {
+    const QUEUE_SECONDS = 0.056;
+    const FINAL = 5;
+    const goal = { finalTrialDuration: FINAL, durationSum: 2 * FINAL };
+    const job = await t.client.succeed({
+      engine: 'builtin', protocol: 'udp', duration: FINAL, socketBuffer: 4194304,
+      udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } },
+      search: { algorithm: 'mlrsearch', min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) }, goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }] },
+      flows: [flow('A', 'B')],
+    }, 600_000);
+    const { body: report } = await t.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+    const result = report.mlrSearches[0];
+    console.log(await (await fetch(`${t.client.base}/v1/jobs/${job.id}/report?format=table`)).text());
+    assert.deepEqual([result.state, result.stoppedBy], ['done', 'goals'], JSON.stringify(result));
+    const carried = SHAPER_PPS * (1 + QUEUE_SECONDS / FINAL);
+    const [ndr, pdr] = result.goals;
+    for (const [name, g, expected] of [['NDR', ndr, carried], ['PDR 0.5%', pdr, carried / (1 - 0.005)]] as const) {
+      assert.ok(g.regular, `${name}: ${JSON.stringify(g)}`);
+      const lower = g.relevantLowerBound.packetsPerSecond;
+      console.log(`MLRsearch ${name}: lower bound ${lower} pps, upper ${g.relevantUpperBound.packetsPerSecond}, conditional throughput ${g.conditionalThroughput.packetsPerSecond.toFixed(1)} pps; ${(lower / expected).toFixed(4)} of the ${expected.toFixed(1)} a ${FINAL} s trial carries, ${(lower / SHAPER_PPS).toFixed(4)} of the shaper's ${SHAPER_PPS.toFixed(1)}`);
+      assert.ok(Math.abs(lower / expected - 1) <= 0.01, `${name}: ${lower} pps vs ${expected.toFixed(1)}`);
+    }
+    // Final trials at each lower bound, and every trial measured the path, not niclab: no void one.
+    const voids = result.trials.filter((trial: { void: unknown[] }) => trial.void.length > 0);
+    console.log(`${result.trials.length} trials, ${result.trialSeconds} trial-seconds, ${voids.length} void`);
+    assert.ok(result.trials.some((trial: { duration: number }) => trial.duration === FINAL) && result.trials.some((trial: { duration: number }) => trial.duration < FINAL));
+
+    // The reference: bare iperf3 -u for the final trial's length, one 1% step below each lower
+    // bound (within its goal) and two above the PDR's (beyond it).
+    const bare = [];
+    for (const [at, step] of [[ndr.relevantLowerBound.packetsPerSecond, -1], [pdr.relevantLowerBound.packetsPerSecond, -1], [pdr.relevantLowerBound.packetsPerSecond, 2]] as const) {
+      const packetsPerSecond = Math.round(at * (1 + step / 100));
+      const r = await bareIperf3Udp(host('A'), host('B'), FINAL, { packetSize: SIZE, packetsPerSecond, socketBuffer: 4194304 });
+      bare.push({ packetsPerSecond, lost: r.lost, sent: r.sent, lossRatio: r.lossRatio });
+    }
+    console.log(`bare iperf3: ${JSON.stringify(bare)}`);
+    // No loss is strict on a shared host (see the binary NDR above): one step below the NDR, at most the PDR's loss.
+    assert.ok(bare[0]!.lossRatio <= 0.005, `bare iperf3 one step below the NDR: ${JSON.stringify(bare[0])}`);
+    assert.ok(bare[1]!.lossRatio <= 0.005, `bare iperf3 one step below the PDR: ${JSON.stringify(bare[1])}`);
+    assert.ok(bare[2]!.lossRatio > 0.005, `bare iperf3 two steps above the PDR: ${JSON.stringify(bare[2])}`);
+  });
 });

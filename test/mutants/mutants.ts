@@ -23,8 +23,36 @@ const IPERF3 = 'services/agent/src/engines/iperf3/index.ts';
 const ATTRIBUTION = 'services/shared/src/domain/attribution.ts';
 const MLR = 'services/shared/src/domain/mlrsearch';
 const MLR_TEST = 'test/shared/mlrsearch.test.ts';
+const MLR_CAMPAIGN = 'services/shared/src/domain/campaigns/mlr-search.ts';
+const MLR_CAMPAIGN_TEST = 'test/coordinator/mlr-search.test.ts';
 
 export const MUTANTS: Mutant[] = [
+  {
+    id: 'mlr-receiver-drops-ignored',
+    what: "an MLRsearch trial whose receiving host's own sockets dropped datagrams classifies a load as the path's loss",
+    file: MLR_CAMPAIGN,
+    from: 'receiverSocketDrops: Math.max(0, flow.lossAttribution?.receiverSocketBuffer ?? 0),',
+    to: 'receiverSocketDrops: 0,',
+    tests: [MLR_CAMPAIGN_TEST],
+    pattern: 'void trial',
+  },
+  {
+    id: 'mlr-trial-duration-dropped',
+    what: "every MLRsearch trial runs for the job's duration, whatever the search asked (no short trials)",
+    file: 'services/shared/src/domain/plan.ts',
+    from: 'return { ...spec, flows, duration: plan.duration, ',
+    to: 'return { ...spec, flows, duration: spec.duration, ',
+    tests: [MLR_CAMPAIGN_TEST],
+    pattern: 'trial durations grow',
+  },
+  {
+    id: 'mlr-rounded-load-unrequested',
+    what: 'an MLRsearch trial offered at the rounded load is taken as one the search did not ask for, so a resumed search asks other trials',
+    file: MLR_CAMPAIGN,
+    from: 'loadQuantum: 1,',
+    to: 'loadQuantum: undefined,',
+    tests: [MLR_CAMPAIGN_TEST],
+  },
   {
     id: 'tcp-times-wrong-counter',
     what: "the builtin TCP sender reports its send-buffer-limited time as the receiver's window's",

@@ -72,7 +72,7 @@ export class RunExecution {
     jobLog: Logger,
   ) {
     this.run = {
-      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition,
+      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration !== undefined ? { duration: plan.duration } : {}),
       status: 'running', startedAt: new Date().toISOString(), finishedAt: null, flows: [], error: null,
       ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
     };

@@ -142,6 +142,9 @@ export interface RunOptions {
   max?: string;
   resolution?: string;
   confirm?: string;
+  /** `niclab search --goal ndr --goal pdr=0.5%`: an MLRsearch of these goals instead of a binary search. */
+  goal?: string[];
+  mlrsearch?: boolean;
   /** Both directions of each flow, one after the other (sweep.direction). */
   'both-directions'?: boolean;
   /** A mesh group instead of --from/--to: LABELS:INTERFACE. */
@@ -263,10 +266,18 @@ function withLatency(spec: Partial<JobRequest> & { flows: JobRequest['flows'] },
   if (idle > 0) spec.idleBaseline = idle;
 }
 
+/** An MLRsearch goal: `ndr` (no loss), `pdr` (0.5%, CSIT's), `pdr=0.1%`. */
+function goalOf(text: string): { lossRatio: number } {
+  const [name, loss] = text.trim().split('=', 2);
+  if (name === 'ndr' && loss === undefined) return { lossRatio: 0 };
+  if (name === 'pdr') return { lossRatio: loss === undefined ? 0.005 : lossRatio(loss, '--goal pdr') };
+  throw new ArgumentError(`--goal: "${text}" is not ndr, pdr or pdr=LOSS (like pdr=0.5%)`);
+}
+
 /** A loss ratio: `0.1%` or `0.001`. */
-function lossRatio(text: string): number {
+function lossRatio(text: string, flag = '--pdr'): number {
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
-  if (!m) throw new ArgumentError(`--pdr: "${text}" is not a loss like 0.1% or 0.001`);
+  if (!m) throw new ArgumentError(`${flag}: "${text}" is not a loss like 0.1% or 0.001`);
   return m[2] ? Number(m[1]) / 100 : Number(m[1]);
 }
 
@@ -279,6 +290,14 @@ export function searchSpecOf(o: RunOptions): Partial<JobRequest> & { flows: JobR
   // The search sets each trial's rate; the spec's own rate is the first one tried.
   spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: max ?? min ?? { packetsPerSecond: 1000 } };
   type Search = NonNullable<JobSpec['search']>;
+  if (o.goal || o.mlrsearch) {
+    if (o.pdr || o.resolution || o.confirm) throw new ArgumentError('--pdr, --resolution and --confirm are a binary search\'s: an MLRsearch takes --goal ndr|pdr[=LOSS]');
+    const search: Search = { algorithm: 'mlrsearch', ...(o.goal ? { goals: o.goal.map(goalOf) } : {}) };
+    if (min) search.min = min;
+    if (max) search.max = max;
+    spec.search = search; // the API fills in the defaults it leaves out
+    return spec;
+  }
   const search: Partial<Search> & Pick<Search, 'target'> = o.pdr ? { target: 'pdr', lossRatio: lossRatio(o.pdr) } : { target: 'ndr' };
   if (min) search.min = min;
   if (max) search.max = max;

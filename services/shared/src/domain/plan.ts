@@ -10,11 +10,15 @@ export interface PlannedRun {
   repetition: number;
   /** A group's run carries one pair: its index in `spec.flows`. */
   pair?: number;
+  /** Seconds of load when its campaign chose them (an MLRsearch trial's duration); else the job's `duration`. */
+  duration?: number;
 }
 
-/** The spec one run carries out: a group's run carries its pair alone. */
-export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair'>): JobSpec {
-  return plan.pair === undefined ? spec : { ...spec, flows: [spec.flows[plan.pair]!] };
+/** The spec one run carries out: a group's run carries its pair alone, a trial its own duration. */
+export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration'>): JobSpec {
+  const flows = plan.pair === undefined ? spec.flows : [spec.flows[plan.pair]!];
+  if (plan.duration === undefined) return plan.pair === undefined ? spec : { ...spec, flows };
+  return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 
 export const DIMENSIONS = ['direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;

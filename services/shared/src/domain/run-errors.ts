@@ -41,6 +41,7 @@ export const RUN_ERRORS = {
   enqueue_failed: { meaning: 'The job was stored but could not be queued.', retryable: false, fault: 'niclab' },
   not_runnable: { meaning: "A schedule's firing could not run its spec against the inventory of the moment.", retryable: false, fault: 'user' },
   over_limit: { meaning: "A schedule's firing broke its owner's policy limits (its group grew past maxRunsPerJob, or the policy changed); the message names the limit.", retryable: false, fault: 'user' },
+  search_inconclusive: { meaning: "A search could not conclude: a trial niclab could not make (void on every attempt: its own sender or receiving host was the limit, or the run failed), or its trial-seconds reached searchDurationMax; the message says which, at which point.", retryable: false, fault: 'niclab' },
   runs_failed: { meaning: "Some of the job's runs failed (the first one's error is in the message).", retryable: false, fault: 'lab' },
 } as const satisfies Record<string, RunErrorKind>;
 

@@ -709,42 +709,83 @@ export interface components {
         /** @description An offload setting, `true`/`false` or `"on"`/`"off"`. */
         OnOff: boolean | ("on" | "off");
         /**
-         * @description Search for the highest UDP rate the path carries (RFC 2544 §26.1, binary search), per
-         *     sweep point: `ndr` with no datagram lost, `pdr` with at most `lossRatio` lost. Every
-         *     trial is a run of the job's `duration` at one offered rate (the same for every flow);
-         *     a rate passes only when its first trial and `confirmations` more all pass, on every
-         *     flow, with each sender reaching 99% of the offered rate. The search stops when the
-         *     bracket (highest passing rate, lowest failing one) is within `resolutionPercent` of
-         *     the failing rate. Only for `protocol: udp`, `test: stream`, `repeat: 1`, and not with
-         *     a swept `rate`.
+         * @description Search for the highest UDP rate the path carries, per sweep point. Only for
+         *     `protocol: udp`, `test: stream`, `repeat: 1`, and not with a swept `rate`. Two algorithms:
+         *
+         *     `binary` (the default; RFC 2544 §26.1): `ndr` with no datagram lost, `pdr` with at most
+         *     `lossRatio` lost. Every trial is a run of the job's `duration` at one offered rate (the
+         *     same for every flow); a rate passes only when its first trial and `confirmations` more
+         *     all pass, on every flow, with each sender reaching 99% of the offered rate. The search
+         *     stops when the bracket (highest passing rate, lowest failing one) is within
+         *     `resolutionPercent` of the failing rate.
+         *
+         *     `mlrsearch` (draft-ietf-bmwg-mlrsearch-15, RFC 9971; the controller of FD.io CSIT's
+         *     MLRsearch): every Search Goal in `goals` (default NDR, loss ratio 0, and PDR, 0.005)
+         *     in one search. Every trial classifies its Trial Load for every goal at once; a load is
+         *     a Lower Bound of a goal when no more than the goal's `exceedRatio` of its full-length
+         *     trial-seconds are high-loss (loss ratio above the goal's), an Upper Bound when more
+         *     must be. A goal's Relevant Upper Bound is its smallest Upper Bound, its Relevant Lower
+         *     Bound the largest Lower Bound below it; the goal is reached when they are within its
+         *     `width`. Trials start short (each goal's `initialTrialDuration`) at a coarse width and
+         *     grow to `finalTrialDuration` (two preceding targets, each with twice the width and a
+         *     geometrically smaller duration sum: CSIT's 1 s, 4.58 s, 21 s at 2%, 1%, 0.5%). A
+         *     warm-up trial of `warmupDuration` at `max` comes first and its result is ignored.
+         *     Trial durations are whole seconds (rounded up). An MLRsearch's `max` is above its `min`
+         *     (at every packet size). A trial niclab itself limited is void
+         *     and classifies no load: a sender that offered less than 99.9% of the Trial Load over
+         *     the whole trial (datagrams sent / trial duration), or a receiving host whose own UDP
+         *     sockets dropped datagrams (its Udp RcvbufErrors over the run). A void trial is made
+         *     again, twice at most; then the search stops and says niclab could not test that load.
          */
         RateSearch: {
             /**
-             * @description `ndr`: no drop rate; `pdr`: partial drop rate (`lossRatio`).
+             * @description `binary` (RFC 2544, the default) or `mlrsearch` (several goals in one search).
              * @enum {string}
              */
-            target: "ndr" | "pdr";
+            algorithm?: "binary" | "mlrsearch";
+            /**
+             * @description `ndr`: no drop rate; `pdr`: partial drop rate (`lossRatio`). Required for `binary`.
+             * @enum {string}
+             */
+            target?: "ndr" | "pdr";
             /** @description The loss a `pdr` trial may show and pass (default 0.001); only with `pdr`. */
             lossRatio?: number;
-            /** @description The lowest rate tried (default 1000 datagrams/s). */
+            /** @description Min Load: the lowest rate tried (default 1000 datagrams/s). */
             min?: components["schemas"]["UdpRate"];
-            /** @description The first rate tried. Default: the sender interface's link speed as payload bits/s (a bound above any rate it can carry); required where the driver reports no speed (veth). */
+            /** @description Max Load: the first rate tried. Default: the sender interface's link speed as payload bits/s (a bound above any rate it can carry); required where the driver reports no speed (veth). */
             max?: components["schemas"]["UdpRate"];
-            /**
-             * @description The search stops when (failing - passing) / failing is within this.
-             * @default 1
-             */
-            resolutionPercent: number;
-            /**
-             * @description Further trials a passing rate must also pass.
-             * @default 1
-             */
-            confirmations: number;
-            /**
-             * @description Trials per sweep point at most.
-             * @default 40
-             */
-            maxTrials: number;
+            /** @description `binary`: the search stops when (failing - passing) / failing is within this (default 1). */
+            resolutionPercent?: number;
+            /** @description `binary`: further trials a passing rate must also pass (default 1). */
+            confirmations?: number;
+            /** @description `binary`: trials per sweep point at most (default 40). */
+            maxTrials?: number;
+            /** @description `mlrsearch`: the Search Goals, each classified by every trial (default: NDR `{lossRatio: 0}` and PDR `{lossRatio: 0.005}`). */
+            goals?: components["schemas"]["SearchGoal"][];
+            /** @description `mlrsearch`: seconds of a first trial at `max` whose result is ignored; 0 for none (default 1, as CSIT). */
+            warmupDuration?: number;
+            /** @description `mlrsearch`: trial-seconds per sweep point (void and warm-up trials included) after which the search stops unfinished (default 600). */
+            searchDurationMax?: number;
+        } & (unknown & unknown);
+        /**
+         * @description One Search Goal of an MLRsearch (the draft's Goal terms, §4.5). Its omitted attributes
+         *     take CSIT's defaults, which the stored job shows. As CSIT checks a goal:
+         *     `finalTrialDuration` at least `initialTrialDuration`, and `durationSum` at least
+         *     `finalTrialDuration`.
+         */
+        SearchGoal: {
+            /** @description Goal Loss Ratio: a trial whose loss ratio is above it is high-loss (0: NDR). */
+            lossRatio: number;
+            /** @description Goal Exceed Ratio: the share of full-length trial-seconds at a Lower Bound that may be high-loss (default 0.5). */
+            exceedRatio?: number;
+            /** @description Goal Final Trial Duration, s: trials at least this long are full-length (default: the job's `duration`). */
+            finalTrialDuration?: number;
+            /** @description Goal Duration Sum, s: full-length trial-seconds that always decide a load (default 21, or finalTrialDuration when longer). */
+            durationSum?: number;
+            /** @description Goal Width: (upper − lower) / upper of the relevant bounds at most this (default 0.005). */
+            width?: number;
+            /** @description Goal Initial Trial Duration, s: the shortest trials for this goal (default 1). */
+            initialTrialDuration?: number;
         };
         SearchResult: {
             point: components["schemas"]["SweepPoint"];
@@ -800,6 +841,104 @@ export interface components {
                     bottleneck?: components["schemas"]["Verdict"];
                 }[];
             }[];
+        };
+        /** @description A rate per flow, as datagrams/s, payload and wire bits/s, and over all the job's flows; null when there is none. */
+        MlrSearchRate: null | {
+            packetsPerSecond: number;
+            /** @description Payload bits/s. */
+            bitsPerSecond: number;
+            /** @description On an IPv4 Ethernet wire: payload + 66 bytes per datagram (UDP 8, IP 20, Ethernet 14 + FCS 4, preamble 8, gap 12). */
+            wireBitsPerSecond: number;
+            /** @description Summed over the job's flows. */
+            totalPacketsPerSecond: number;
+        };
+        MlrSearchResult: {
+            point: components["schemas"]["SweepPoint"];
+            /** @description Datagram payload bytes at this point. */
+            packetSize: number;
+            /**
+             * @description `done`: every goal reached (its result may still be irregular); `could_not_conclude`: see `stoppedBy` and `limit`.
+             * @enum {string}
+             */
+            state: "searching" | "done" | "could_not_conclude";
+            /**
+             * @description `goals` (every goal reached), `void_trials` (one trial input stayed void: niclab's limit, in `limit`), `search_duration_max` (the trial-seconds budget); null while searching.
+             * @enum {string|null}
+             */
+            stoppedBy: "goals" | "void_trials" | "search_duration_max" | null;
+            /** @description The trial niclab could not make (it stayed void on every attempt): niclab's limit, not the path's; null when none. */
+            limit: null | {
+                packetsPerSecond: number;
+                duration: number;
+                attempts: number;
+                void: components["schemas"]["VoidTrialReason"][];
+            };
+            /** @description Trial-seconds the search spent at this point (every trial, warm-up and void ones included). */
+            trialSeconds: number;
+            /** @description One Goal Result per Search Goal, in the spec's order. */
+            goals: {
+                goal: components["schemas"]["SearchGoal"];
+                /** @description Relevant Lower Bound: the largest Lower Bound below the Relevant Upper Bound, as offered. */
+                relevantLowerBound: components["schemas"]["MlrSearchRate"];
+                /** @description Relevant Upper Bound: the smallest Upper Bound, as offered. */
+                relevantUpperBound: components["schemas"]["MlrSearchRate"];
+                /** @description Conditional Throughput: the Relevant Lower Bound × (1 − the goal's exceed-ratio quantile of its full-length trial loss ratios there). */
+                conditionalThroughput: components["schemas"]["MlrSearchRate"];
+                /** @description That quantile of the loss ratios. */
+                conditionalLossRatio: number | null;
+                /** @description (upper − lower) / upper of the relevant bounds. */
+                relativeWidth: number | null;
+                /** @description A Regular Goal Result: both relevant bounds, within the goal's width. */
+                regular: boolean;
+                /**
+                 * @description Why not regular: `no_upper_bound` (max load is a lower bound: the path carried all it was offered), `no_lower_bound` (min load is an upper bound), `too_wide` (the search stopped before the bounds met the width).
+                 * @enum {string|null}
+                 */
+                irregular: "no_upper_bound" | "no_lower_bound" | "too_wide" | null;
+            }[];
+            /** @description Every trial at this point in run order, with why it was made and how it counted for each goal. */
+            trials: {
+                runIndex: number;
+                /** @description Trial Load: the offered rate per flow. */
+                packetsPerSecond: number;
+                /** @description Trial Duration, s. */
+                duration: number;
+                /**
+                 * @description `warmup` (ignored), `initial` (max load, then the forwarding rates seen), `search` (a goal's selector chose it), `unrequested` (not what the search asked: counted as measured).
+                 * @enum {string}
+                 */
+                purpose: "warmup" | "initial" | "search" | "unrequested";
+                /** @description The goal (index in `goals`) whose selector chose it. */
+                goal: number | null;
+                /** @description 1, or 1 + the void trials made before it for the same input. */
+                attempt: number;
+                /** @description Trial Loss Ratio: datagrams lost over datagrams sent, over all flows. */
+                lossRatio: number;
+                /** @description Trial Forwarding Rate per flow: the load × (1 − loss ratio). */
+                forwardingRate: number;
+                /** @description Why niclab limited this trial; empty when it measured the path. */
+                void: components["schemas"]["VoidTrialReason"][];
+                /** @description Per goal, how the trial counted (full-length, high-loss); null when it counted for none (void, or warm-up). */
+                goals: null | {
+                    fullLength: boolean;
+                    highLoss: boolean;
+                }[];
+            }[];
+        };
+        /** @description Why a trial is void: niclab, not the path, limited it. */
+        VoidTrialReason: {
+            /**
+             * @description `sender_short`: a sender offered less than 99.9% of the Trial Load over the whole trial; `receiver_socket_drops`: the receiving host's own UDP sockets dropped datagrams (Udp RcvbufErrors); `error`: the run failed.
+             * @enum {string}
+             */
+            kind: "sender_short" | "receiver_socket_drops" | "error";
+            /** @description The flow (leg, in the run's order) it concerns. */
+            flow?: number;
+            /** @description sender_short: datagrams sent / trial duration. */
+            achievedPacketsPerSecond?: number;
+            /** @description receiver_socket_drops: the RcvbufErrors delta. */
+            drops?: number;
+            why: string;
         };
         RepeatSummary: {
             n: number;
@@ -903,6 +1042,8 @@ export interface components {
             }[];
             /** @description A rate-search job's result per sweep point (present only for jobs with `search`; their `points` are the offered rates tried). */
             searches?: components["schemas"]["SearchResult"][];
+            /** @description An MLRsearch job's result per sweep point (present only for `search.algorithm: mlrsearch`; its `points` are the offered rates tried). */
+            mlrSearches?: components["schemas"]["MlrSearchResult"][];
             failedRuns: {
                 index: number;
                 point: components["schemas"]["SweepPoint"];
@@ -1156,7 +1297,7 @@ export interface components {
          *     each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "over_limit" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
@@ -1215,6 +1356,8 @@ export interface components {
             index: number;
             point: components["schemas"]["SweepPoint"];
             repetition: number;
+            /** @description Seconds of load this run was given by its campaign (an MLRsearch trial's Trial Duration); absent: the job's `duration`. */
+            duration?: number;
             status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             startedAt: string | null;

@@ -11,7 +11,7 @@ import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
 import { legsOf } from '../domain/plan.js';
 import { flowSpec } from '../domain/flow-tests.js';
-import { searchResults } from '../domain/campaigns/rate-search.js';
+import { isMlrSearch, searchResults } from '../domain/campaigns/rate-search.js';
 
 /** The labels of a link's last rate search at one datagram size (bounded: no job id). */
 export interface SearchLabels {
@@ -130,7 +130,8 @@ export class MetricStore implements JobObserver {
    * that link's latest search result at that size. A point that found nothing is left out.
    */
   async jobEnded(job: Job, runs: () => Promise<Run[]>): Promise<void> {
-    if (!job.spec.search || job.status !== 'succeeded') return;
+    // An MLRsearch has no series yet (its goals are not the binary search's target).
+    if (!job.spec.search || isMlrSearch(job.spec) || job.status !== 'succeeded') return;
     const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
     const multi = this.redis.multi();
     for (const result of searchResults(job.spec, await runs())) {

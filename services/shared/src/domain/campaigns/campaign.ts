@@ -1,7 +1,7 @@
 /**
  * A campaign: how a job chooses its runs and what it makes of them. Each is one module of this
  * folder, listed once in CAMPAIGNS (index.ts): sweep × repeat, a group's pair rounds, a rate
- * search. A campaign owns what the schema cannot say about its fields, its defaults, its run
+ * search (binary), an MLRsearch. A campaign owns what the schema cannot say about its fields, its defaults, its run
  * count, its run chooser, its part of the report and what the job records at its end, so
  * adding one touches its module, one line of CAMPAIGNS, and the contract's fields.
  */
@@ -50,7 +50,7 @@ export interface Campaign {
   /** Report dimensions it adds to the sweep's (a search's offered rate). */
   readonly addsDimensions: readonly Dimension[];
   /** Its own part of the report. */
-  reportSection(job: Job, finished: Run[], confidence: number): Pick<Report, 'searches' | 'matrix'>;
+  reportSection(job: Job, finished: Run[], confidence: number): Pick<Report, 'searches' | 'mlrSearches' | 'matrix'>;
   /** Its lines in the text table, after the points' blocks; `replacesPoints` where they stand for those blocks (a search's trials). */
   tableLines(job: Job, report: Report): { replacesPoints: boolean; lines: string[] };
   /** What the job records at its end beside its status: a group's pairs. */

@@ -31,18 +31,20 @@ export const MAX_ERRORED_TRIALS = 3;
 
 export const searchDefaults = { lossRatio: 0.001, resolutionPercent: 1, confirmations: 1, maxTrials: 40, min: { packetsPerSecond: 1000 } } as const;
 
+/** Whether a search is an MLRsearch (campaigns/mlr-search.ts) rather than this binary search. */
+export const isMlrSearch = (spec: JobSpec) => spec.search?.algorithm === 'mlrsearch';
+
 /** The loss ratio a trial may show and still pass: 0 for NDR. */
 export const allowedLoss = (search: RateSearchSpec) => (search.target === 'ndr' ? 0 : (search.lossRatio ?? searchDefaults.lossRatio));
 
-/** What the schema cannot say about a search: the test it applies to, and its bounds at every point. */
-export function searchErrors(spec: JobSpec): FieldError[] {
+/** What the schema cannot say about a search (either algorithm): the test it applies to, and its bounds at every point. */
+export function searchScopeErrors(spec: JobSpec): FieldError[] {
   const search = spec.search!;
   const errors: FieldError[] = [];
   if (spec.protocol !== 'udp') errors.push({ field: 'body.search', message: 'applies to protocol "udp" only' });
   if (!kindOf(spec).searchable) errors.push({ field: 'body.search', message: `does not apply to test "${spec.test}"` });
   if (spec.sweep?.rate) errors.push({ field: 'body.sweep.rate', message: 'cannot be swept in a search: the search chooses the rates' });
   if (spec.repeat !== undefined && spec.repeat !== 1) errors.push({ field: 'body.repeat', message: 'must be 1 in a search: `search.confirmations` repeats a passing rate' });
-  if (search.lossRatio !== undefined && search.target !== 'pdr') errors.push({ field: 'body.search.lossRatio', message: 'applies to target "pdr" only' });
   if (spec.udp && search.min && search.max) {
     for (const point of sweepPoints(spec)) {
       const packetSize = packetSizeAt(spec, point);
@@ -55,6 +57,14 @@ export function searchErrors(spec: JobSpec): FieldError[] {
   return errors;
 }
 
+/** A binary search's errors: its scope's, and the loss ratio only a PDR has. */
+export function searchErrors(spec: JobSpec): FieldError[] {
+  const search = spec.search!;
+  const errors = searchScopeErrors(spec);
+  if (search.lossRatio !== undefined && search.target !== 'pdr') errors.push({ field: 'body.search.lossRatio', message: 'applies to target "pdr" only' });
+  return errors;
+}
+
 /**
  * The spec with its search's defaults filled in, so the stored job shows them (spec in, spec
  * out, as the other `with…` helpers): `max` depends on the inventory: it defaults to the
@@ -62,7 +72,14 @@ export function searchErrors(spec: JobSpec): FieldError[] {
  * carries). An error names `search.max` where a sender's driver reports no speed.
  */
 export function withSearchDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] } {
-  const search = { min: searchDefaults.min, ...(spec.search!.target === 'pdr' ? { lossRatio: searchDefaults.lossRatio } : {}), ...spec.search! };
+  const { resolutionPercent, confirmations, maxTrials } = searchDefaults;
+  const own = { algorithm: 'binary' as const, resolutionPercent, confirmations, maxTrials, ...(spec.search!.target === 'pdr' ? { lossRatio: searchDefaults.lossRatio } : {}), ...spec.search! };
+  return withSearchBounds({ ...spec, search: own }, agents);
+}
+
+/** The spec with a search's `min` and `max` filled in (either algorithm): `max` from the inventory. */
+export function withSearchBounds(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] } {
+  const search = { min: searchDefaults.min, ...spec.search! };
   const defaulted = { ...spec, search };
   if (search.max) return { spec: defaulted, errors: [] };
   const senders = sweepPoints(defaulted).flatMap((point) => legsOf(defaulted, point).map((leg) => leg.sender));
@@ -79,7 +96,7 @@ export function basePoint(point: SweepPoint): SweepPoint {
 }
 
 /** The datagram size at a point. */
-const packetSizeAt = (spec: JobSpec, point: SweepPoint) => point.packetSize ?? spec.udp!.packetSize;
+export const packetSizeAt = (spec: JobSpec, point: SweepPoint) => point.packetSize ?? spec.udp!.packetSize;
 
 /** One trial's verdict from its run: every leg's loss within the target, every sender at the offered rate. */
 export function judgeTrial(spec: JobSpec, run: Run): Trial {
@@ -174,8 +191,8 @@ function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointSearch {
   return state;
 }
 
-/** Every point's search, from the finished runs (failed runs included: they count as errors). */
-export function searchStates(spec: JobSpec, finished: Iterable<Run>): PointSearch[] {
+/** Each sweep point with its trials, finished ones (failed runs included) in run order. */
+export function trialsByPoint(spec: JobSpec, finished: Iterable<Run>): { point: SweepPoint; runs: Run[] }[] {
   const byBase = new Map<string, Run[]>();
   for (const run of [...finished].filter((r) => r.status === 'succeeded' || r.status === 'failed').sort((a, b) => a.index - b.index)) {
     const key = pointKey(basePoint(run.point));
@@ -183,7 +200,12 @@ export function searchStates(spec: JobSpec, finished: Iterable<Run>): PointSearc
     if (list) list.push(run);
     else byBase.set(key, [run]);
   }
-  return sweepPoints(spec).map((point) => replay(spec, point, byBase.get(pointKey(point)) ?? []));
+  return sweepPoints(spec).map((point) => ({ point, runs: byBase.get(pointKey(point)) ?? [] }));
+}
+
+/** Every point's search, from the finished runs (failed runs included: they count as errors). */
+export function searchStates(spec: JobSpec, finished: Iterable<Run>): PointSearch[] {
+  return trialsByPoint(spec, finished).map(({ point, runs }) => replay(spec, point, runs));
 }
 
 /** Trials a search of `min`..`max` at `resolutionPercent` takes at most when every rate passes first time. */
@@ -207,7 +229,7 @@ export function searchResults(spec: JobSpec, finished: Iterable<Run>): SearchRes
     const failing = state.trials.filter((t) => !t.passed && t.failedBy !== 'error' && t.packetsPerSecond === state.high);
     return {
       point: state.point,
-      target: search.target,
+      target: search.target!, // a binary search has one (the schema requires it)
       allowedLossRatio: allowedLoss(search),
       packetSize: size,
       found: found === null ? null : {
@@ -265,7 +287,7 @@ export function maxSearchRuns(spec: JobSpec): number {
 }
 
 /** A search's trial points: each sweep point's offered rates, lowest first. */
-function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
+export function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
   const order = new Map(sweepPoints(spec).map((point, i) => [pointKey(point), i]));
   const distinct = new Map(finished.map((run) => [pointKey(run.point), run.point]));
   const rate = (point: SweepPoint) => (point.rate && 'packetsPerSecond' in point.rate ? point.rate.packetsPerSecond : 0);
@@ -306,7 +328,7 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
 export const rateSearch: Campaign = {
   ...NOTHING_MORE,
   name: 'rate-search',
-  asks: (spec) => spec.search !== undefined,
+  asks: (spec) => spec.search !== undefined && !isMlrSearch(spec),
   specErrors: searchErrors,
   withDefaults: withSearchDefaults,
   maxRuns: (spec) => ({ runs: maxSearchRuns(spec), by: 'points' }),

@@ -357,7 +357,7 @@ export const FIGURES: readonly Figure[] = [
       stall: 'A stall lowers it by the share of the run stalled (it is sent over the run’s duration, not over the time spent sending).',
       wire: 'Datagrams.',
     },
-    fields: ['FlowResult.udp.achievedPacketsPerSecond', 'Report.searches[].trials[].flows[].achievedPacketsPerSecond'],
+    fields: ['FlowResult.udp.achievedPacketsPerSecond', 'Report.searches[].trials[].flows[].achievedPacketsPerSecond', 'Report.mlrSearches[].trials[].void[].achievedPacketsPerSecond', 'Report.mlrSearches[].limit.void[].achievedPacketsPerSecond'],
   },
   // ---- Request/response (netperf TCP_RR) -------------------------------------------------
   {
@@ -572,6 +572,37 @@ export const FIGURES: readonly Figure[] = [
     answers: { zero: 'Null ends before a rate passed or failed.', directions: 'Per point.', flows: 'Per flow.', stall: 'A sender-short trial is a failing rate.', wire: 'Payload packets.' },
     fields: ['Report.searches[].bracket.*'],
   },
+  // ---- MLRsearch (draft-ietf-bmwg-mlrsearch, RFC 9971) ------------------------------------------
+  {
+    name: 'mlrConditionalThroughput',
+    meaning: "A goal's Conditional Throughput: its Relevant Lower Bound × (1 − the goal's exceed-ratio quantile of the full-length trial loss ratios there), per flow, as packets/s, payload and wire bits/s, and over all flows; beside it that quantile.",
+    unit: 'datagrams/s', display: WHOLE('pps'), better: 'higher', domain: POSITIVE,
+    kinds: ['stream'], engines: BOTH,
+    computed: "The draft's Appendix B quantile over the lower bound's full-length trials (CSIT's conditional_throughput); bitsPerSecond = pps × packetSize × 8, wireBitsPerSecond = pps × (packetSize + 66) × 8, totalPacketsPerSecond = pps × flows.",
+    reference: { kind: 'closed-form', against: "a path whose loss share is a known function of the offered rate: the quantile is that share at the lower bound", test: 'test/coordinator/mlr-search.test.ts', case: 'the conditional throughput from the loss there' },
+    answers: { zero: 'Null when the goal has no lower bound (min load failed it).', directions: 'Per point: a swept direction searches each; a bidir trial counts both legs in its loss ratio.', flows: 'Per flow (every flow offered the same load); totalPacketsPerSecond is over all.', stall: 'A trial whose sender fell short of 99.9% of the load over the whole trial is void: it is in no quantile.', wire: 'Payload, with the IPv4 Ethernet wire rate beside it.' },
+    fields: ['Report.mlrSearches[].goals[].conditionalThroughput.*', 'Report.mlrSearches[].goals[].conditionalLossRatio'],
+  },
+  {
+    name: 'mlrRelevantBounds',
+    meaning: "A goal's Relevant Upper Bound (its smallest Upper Bound) and Relevant Lower Bound (its largest Lower Bound below that), as offered per flow, and their relative width.",
+    unit: 'datagrams/s', display: WHOLE('pps'), better: null, domain: POSITIVE,
+    kinds: ['stream'], engines: BOTH,
+    computed: "Each trial classifies its load for every goal at once (high-loss when its loss ratio is above the goal's; a load is a Lower Bound when at most exceedRatio of its full-length trial-seconds are high-loss): the draft's §4.7, replayed from the runs.",
+    reference: { kind: 'closed-form', against: 'a path that loses nothing up to 40,000 pps and a growing share above: NDR 40,000, PDR 0.5% at 41,000', test: 'test/coordinator/mlr-search.test.ts', case: 'each relevant lower bound within the goal width' },
+    answers: { zero: 'Null where there is none: no upper bound when max load was a lower bound, no lower bound when min load was an upper one (the result is then irregular).', directions: 'Per point.', flows: 'Per flow.', stall: 'Void trials classify no load.', wire: 'Payload packets, with payload and wire bits/s beside them.' },
+    fields: ['Report.mlrSearches[].goals[].relevantLowerBound.*', 'Report.mlrSearches[].goals[].relevantUpperBound.*', 'Report.mlrSearches[].goals[].relativeWidth'],
+  },
+  {
+    name: 'mlrTrial',
+    meaning: "One MLRsearch trial: its Trial Loss Ratio over all flows (lost over sent) and its Trial Forwarding Rate per flow, the load × (1 − that ratio); and the trial-seconds the search spent.",
+    unit: 'ratio', display: PERCENT, better: 'lower', domain: RATIO,
+    kinds: ['stream'], engines: BOTH,
+    computed: "From the run's udp sent and received of every leg: Σ max(0, sent − received) / Σ sent (1 when nothing was sent); trialSeconds sums every trial's duration.",
+    reference: { kind: 'closed-form', against: "the simulated path's loss share at each trial's load", test: 'test/coordinator/mlr-search.test.ts', case: 'the conditional throughput from the loss there' },
+    answers: { zero: 'A trial that sent nothing is void (sender short), with a loss ratio of 1 that counts for no goal.', directions: 'A bidir trial sums both legs.', flows: "Summed over the run's flows: the draft's aggregate counts.", stall: 'Void when the sender offered less than 99.9% of the load over the whole trial.', wire: 'Datagrams.' },
+    fields: ['Report.mlrSearches[].trials[].lossRatio', 'Report.mlrSearches[].trials[].forwardingRate', 'Report.mlrSearches[].trialSeconds'],
+  },
   // ---- Comparison (A/B) ----------------------------------------------------------------------------
   {
     name: 'changePercent',
@@ -678,10 +709,10 @@ export const FIGURES: readonly Figure[] = [
  */
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
-  { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex'], why: 'an index: which flow, run or repetition' },
-  { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
+  { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow'], why: 'an index: which flow, run, goal or attempt' },
+  { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Report.mlrSearches[].packetSize', 'Report.mlrSearches[].goals[].goal.*', 'Report.mlrSearches[].trials[].packetsPerSecond', 'Report.mlrSearches[].trials[].duration', 'Report.mlrSearches[].limit.packetsPerSecond', 'Report.mlrSearches[].limit.duration', 'Report.mlrSearches[].limit.attempts', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
   { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, effective socket buffers) or its tuning as applied" },
-  { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*', 'FlowResult.diagnostics.*.host.ip.*', 'FlowResult.diagnostics.*.host.ip6.*'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
+  { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*', 'FlowResult.diagnostics.*.host.ip.*', 'FlowResult.diagnostics.*.host.ip6.*', 'Report.mlrSearches[].trials[].void[].drops', 'Report.mlrSearches[].limit.void[].drops'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
 ];
 
 /** The figure of a name, or undefined. */

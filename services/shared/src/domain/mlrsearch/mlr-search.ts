@@ -32,6 +32,8 @@ export interface MlrSearchConfig {
   searchDurationMax?: number;
   /** Trial durations are asked in whole multiples of this (1 for a Measurer that takes whole seconds), rounded up. */
   durationQuantum?: number;
+  /** The Measurer offers loads in whole multiples of this (1: whole datagrams/s): a trial within half of it of the asked load is the one asked. */
+  loadQuantum?: number;
 }
 
 export const SEARCH_DEFAULTS = { warmupDuration: 1, maxVoidRepeats: 2, searchDurationMax: 1200 } as const;
@@ -49,6 +51,7 @@ export function configErrors(config: MlrSearchConfig, at = 'search'): FieldError
   need(Number.isInteger(config.maxVoidRepeats ?? 0) && (config.maxVoidRepeats ?? 0) >= 0, 'maxVoidRepeats', 'must be a whole number, at least 0');
   need((config.searchDurationMax ?? 1) > 0, 'searchDurationMax', 'must be positive');
   need((config.durationQuantum ?? 1) > 0, 'durationQuantum', 'must be positive');
+  need((config.loadQuantum ?? 1) > 0, 'loadQuantum', 'must be positive');
   return errors;
 }
 
@@ -115,13 +118,13 @@ export class MlrSearch {
   private readonly grid: LoadGrid;
   private readonly limits: Limits;
   private readonly chains: Target[][];
-  private readonly settings: Required<Omit<MlrSearchConfig, 'durationQuantum'>> & { durationQuantum: number | null };
+  private readonly settings: Required<Omit<MlrSearchConfig, 'durationQuantum' | 'loadQuantum'>> & { durationQuantum: number | null; loadQuantum: number | null };
   private cached: { trials: readonly TrialResult[]; length: number; replay: Replay } | null = null;
 
   constructor(readonly config: MlrSearchConfig) {
     const errors = configErrors(config);
     if (errors.length > 0) throw new Error(`invalid MLRsearch config: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`);
-    this.settings = { ...SEARCH_DEFAULTS, ...config, durationQuantum: config.durationQuantum ?? null };
+    this.settings = { ...SEARCH_DEFAULTS, ...config, durationQuantum: config.durationQuantum ?? null, loadQuantum: config.loadQuantum ?? null };
     this.grid = new LoadGrid(config.minLoad, config.maxLoad, config.goals.map((g) => g.width));
     this.limits = new Limits(this.grid.maxStep);
     this.chains = config.goals.map((goal, i) => targetChain(goal, i, this.grid));
@@ -170,7 +173,7 @@ export class MlrSearch {
       if (!trial) return end('searching', null, null, input);
       seconds += effectiveDuration(trial);
       const reasons = voidReasons(trial);
-      const asked = close(trial.load, input.load) && close(trial.duration, input.duration);
+      const asked = this.sameLoad(trial.load, input.load) && close(trial.duration, input.duration);
       const counted = reasons.length === 0 && (!asked || input.purpose !== 'warmup');
       const report = this.report(index, trial, asked ? input : null, reasons, counted);
       reports.push(report);
@@ -184,6 +187,12 @@ export class MlrSearch {
         step = search.next({ kind: 'measured', lossRatio: report.lossRatio } satisfies Answer);
       }
     }
+  }
+
+  /** Whether a trial's load is the one asked: the same, or where loads are offered in quanta, that load's quantum. */
+  private sameLoad(offered: number, asked: number): boolean {
+    const q = this.settings.loadQuantum;
+    return q === null ? close(offered, asked) : Math.abs(offered - Math.max(q, Math.round(asked / q) * q)) <= 1e-9 * Math.max(1, asked);
   }
 
   private classified(trial: TrialResult): ClassifiedTrial {

@@ -1,0 +1,270 @@
+/**
+ * MLRsearch (draft-ietf-bmwg-mlrsearch-15, RFC 9971) as a campaign: `search.algorithm:
+ * mlrsearch`. Several Search Goals (NDR and PDR by default) come out of one search per sweep
+ * point; the search itself is domain/mlrsearch (CSIT's controller, the draft's classification),
+ * and this module turns its trial inputs into runs and runs back into its trial results.
+ *
+ * A run is a trial: its offered rate is the Trial Load rounded to whole datagrams/s, its own
+ * duration the Trial Duration (PlannedRun.duration). Replayed from the finished runs, the
+ * search asks the same next trial, so a resumed job goes on where it stopped, as the binary
+ * search does. A trial niclab itself limited (its sender short of the load over the whole
+ * trial, the receiving host's own socket drops, a failed run) is void: the search asks it again
+ * and never classifies a load by it.
+ */
+import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from '../contract.js';
+import type { components } from '../../generated/openapi.js';
+import { GOAL_DEFAULTS, NDR_PDR, withGoalDefaults, type SearchGoal } from '../mlrsearch/goals.js';
+import { MlrSearch, configErrors, type MlrSearchConfig, type SearchOutcome } from '../mlrsearch/mlr-search.js';
+import type { TrialInput, TrialResult, VoidReason } from '../mlrsearch/trial.js';
+import { perFinishedRuns } from '../finished-runs.js';
+import { pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
+import { udpPacketsPerSecond } from '../udp-rate.js';
+import { alignTable } from '../text-table.js';
+import { NOTHING_MORE, type Campaign, type CampaignStrategy } from './campaign.js';
+import { WIRE_OVERHEAD_BYTES, basePoint, isMlrSearch, packetSizeAt, searchDefaults, searchScopeErrors, trialPoints, trialsByPoint, withSearchBounds } from './rate-search.js';
+
+type SearchSpec = NonNullable<JobSpec['search']>;
+type GoalSpec = components['schemas']['SearchGoal'];
+export type MlrSearchResult = components['schemas']['MlrSearchResult'];
+type Rate = MlrSearchResult['goals'][number]['relevantLowerBound'];
+type VoidTrialReason = components['schemas']['VoidTrialReason'];
+
+export const MLR_DEFAULTS = { warmupDuration: 1, searchDurationMax: 600, maxVoidRepeats: 2 } as const;
+
+/** Trial durations are whole seconds (iperf3 takes no other); a shorter one is rounded up. */
+const DURATION_QUANTUM = 1;
+
+/** A goal with every attribute: the final trial duration defaults to the job's `duration`, the duration sum to at least that. */
+function goalOf(spec: JobSpec, goal: GoalSpec): SearchGoal {
+  const finalTrialDuration = goal.finalTrialDuration ?? spec.duration;
+  return withGoalDefaults({ durationSum: Math.max(GOAL_DEFAULTS.durationSum, finalTrialDuration), ...goal, finalTrialDuration });
+}
+
+/** The goals as the contract shows them (the draft's attributes; CSIT's two internal ones stay at their defaults). */
+function shownGoal(goal: SearchGoal): GoalSpec {
+  const { lossRatio, exceedRatio, finalTrialDuration, durationSum, width, initialTrialDuration } = goal;
+  return { lossRatio, exceedRatio, finalTrialDuration, durationSum, width, initialTrialDuration };
+}
+
+/** The Trial Load as offered: whole datagrams/s per flow. */
+const offeredRate = (load: number) => Math.max(1, Math.round(load));
+
+/** The search's config at one sweep point: loads in datagrams/s per flow. */
+export function configAt(spec: JobSpec, point: SweepPoint): MlrSearchConfig {
+  const search = spec.search!;
+  const packetSize = packetSizeAt(spec, point);
+  return {
+    goals: (search.goals ?? NDR_PDR).map((goal) => goalOf(spec, goal)),
+    minLoad: udpPacketsPerSecond({ packetSize, rate: search.min ?? searchDefaults.min }),
+    maxLoad: udpPacketsPerSecond({ packetSize, rate: search.max! }),
+    warmupDuration: search.warmupDuration ?? MLR_DEFAULTS.warmupDuration,
+    searchDurationMax: search.searchDurationMax ?? MLR_DEFAULTS.searchDurationMax,
+    maxVoidRepeats: MLR_DEFAULTS.maxVoidRepeats,
+    durationQuantum: DURATION_QUANTUM,
+    // Runs offer whole datagrams/s: a run at the asked load rounded is the trial asked.
+    loadQuantum: 1,
+  };
+}
+
+/** The contract's names for the config's fields. */
+const FIELD_NAMES: Record<string, string> = { minLoad: 'min', maxLoad: 'max' };
+
+/** Its scope's errors (as the binary search's), and each point's config as CSIT checks it. */
+export function mlrSearchErrors(spec: JobSpec): FieldError[] {
+  const errors = searchScopeErrors(spec);
+  if (errors.length > 0 || !spec.search?.max || !spec.udp) return errors;
+  const seen = new Set<string>();
+  for (const point of sweepPoints(spec)) {
+    for (const error of configErrors(configAt(spec, point), 'body.search')) {
+      const field = error.field.replace(/\.(minLoad|maxLoad)$/, (_, name: string) => `.${FIELD_NAMES[name]}`);
+      const message = error.message.replace(/\b(minLoad|maxLoad)\b/, (name) => FIELD_NAMES[name]!);
+      if (!seen.has(field)) errors.push({ field, message });
+      seen.add(field);
+    }
+  }
+  return errors;
+}
+
+/** The spec with its bounds and every goal's attributes filled in, so the stored job shows them. */
+export function withMlrSearchDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] } {
+  const search: SearchSpec = {
+    warmupDuration: MLR_DEFAULTS.warmupDuration, searchDurationMax: MLR_DEFAULTS.searchDurationMax, ...spec.search!,
+    goals: (spec.search!.goals ?? NDR_PDR).map((goal) => shownGoal(goalOf(spec, goal))),
+  };
+  return withSearchBounds({ ...spec, search }, agents);
+}
+
+/** A run as the search's trial result: its load the offered rate (whole datagrams/s), its duration its own. */
+export function trialOf(spec: JobSpec, run: Run): TrialResult {
+  const load = run.point.rate && 'packetsPerSecond' in run.point.rate ? run.point.rate.packetsPerSecond : 0;
+  const duration = run.duration ?? spec.duration;
+  if (run.status !== 'succeeded') return { load, duration, flows: [], error: run.error ? `${run.error.code}: ${run.error.message}` : `the run ${run.status}` };
+  return {
+    load, duration,
+    flows: run.flows.map((flow) => ({
+      // What was sent and got through, whole datagrams: the offered rate is `load` rounded, so
+      // a sender that kept up sent load × duration within a datagram per second.
+      sent: flow.udp?.sent ?? 0,
+      received: flow.udp?.received ?? 0,
+      receiverSocketDrops: Math.max(0, flow.lossAttribution?.receiverSocketBuffer ?? 0),
+    })),
+  };
+}
+
+interface PointMlr {
+  point: SweepPoint;
+  packetSize: number;
+  runs: Run[];
+  outcome: SearchOutcome;
+  next: TrialInput | null;
+}
+
+/** Replays one point's search from its runs in order. */
+function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointMlr {
+  const search = new MlrSearch(configAt(spec, point));
+  const trials = runs.map((run) => trialOf(spec, run));
+  return { point, packetSize: packetSizeAt(spec, point), runs, outcome: search.outcome(trials), next: search.next(trials) };
+}
+
+export function mlrStates(spec: JobSpec, finished: Iterable<Run>): PointMlr[] {
+  return trialsByPoint(spec, finished).map(({ point, runs }) => replay(spec, point, runs));
+}
+
+/** A rate per flow as the report gives it. */
+function rateOf(packetsPerSecond: number | null, packetSize: number, flows: number): Rate {
+  if (packetsPerSecond === null) return null;
+  return { packetsPerSecond, bitsPerSecond: packetsPerSecond * packetSize * 8, wireBitsPerSecond: packetsPerSecond * (packetSize + WIRE_OVERHEAD_BYTES) * 8, totalPacketsPerSecond: packetsPerSecond * flows };
+}
+
+function voidReasonOf(reason: VoidReason): VoidTrialReason {
+  switch (reason.kind) {
+    case 'sender_short':
+      return { kind: reason.kind, flow: reason.flow, achievedPacketsPerSecond: reason.achievedLoad, why: `flow ${reason.flow}'s sender offered ${reason.achievedLoad.toFixed(1)} of ${reason.intendedLoad.toFixed(1)} datagrams/s over the trial` };
+    case 'receiver_socket_drops':
+      return { kind: reason.kind, flow: reason.flow, drops: reason.drops, why: `flow ${reason.flow}'s receiving host dropped ${reason.drops} datagrams in its own sockets (Udp RcvbufErrors)` };
+    case 'error':
+      return { kind: reason.kind, why: reason.message };
+  }
+}
+
+/** What the search found at each point, for the report. */
+export function mlrSearchResults(spec: JobSpec, finished: Iterable<Run>): MlrSearchResult[] {
+  const flows = spec.flows.length;
+  return mlrStates(spec, finished).map(({ point, packetSize, runs, outcome }) => ({
+    point, packetSize,
+    state: outcome.state,
+    stoppedBy: outcome.stoppedBy,
+    limit: outcome.limit && { packetsPerSecond: offeredRate(outcome.limit.load), duration: outcome.limit.duration, attempts: outcome.limit.attempts, void: outcome.limit.reasons.map(voidReasonOf) },
+    trialSeconds: outcome.trialSeconds,
+    goals: outcome.goals.map((goal) => ({
+      goal: shownGoal(goal.goal),
+      relevantLowerBound: rateOf(goal.relevantLowerBound === null ? null : offeredRate(goal.relevantLowerBound), packetSize, flows),
+      relevantUpperBound: rateOf(goal.relevantUpperBound === null ? null : offeredRate(goal.relevantUpperBound), packetSize, flows),
+      // At the offered (whole) lower bound, as the trials there offered it.
+      conditionalThroughput: rateOf(goal.relevantLowerBound === null || goal.conditionalLossRatio === null ? null : offeredRate(goal.relevantLowerBound) * (1 - goal.conditionalLossRatio), packetSize, flows),
+      conditionalLossRatio: goal.conditionalLossRatio,
+      relativeWidth: goal.relativeWidth,
+      regular: goal.regular,
+      irregular: goal.irregular,
+    })),
+    trials: outcome.trials.map((trial) => ({
+      runIndex: runs[trial.index]!.index,
+      packetsPerSecond: offeredRate(trial.load),
+      duration: trial.duration,
+      purpose: trial.purpose,
+      goal: trial.goal,
+      attempt: trial.attempt,
+      lossRatio: trial.lossRatio,
+      forwardingRate: offeredRate(trial.load) * (1 - trial.lossRatio),
+      void: trial.void.map(voidReasonOf),
+      goals: trial.goals,
+    })),
+  }));
+}
+
+/** Trials a search takes that has not ended: CSIT's NDR/PDR took 12–13 in the toy model; a guess for the progress total only. */
+const TRIALS_PER_GOAL_GUESS = 6;
+
+/**
+ * The campaign of an MLRsearch job: one point's search to its end, then the next point's; the
+ * plan index of a trial is its place in the job (the next free index).
+ */
+export class MlrSearchStrategy implements CampaignStrategy {
+  constructor(private readonly spec: JobSpec) {}
+
+  private readonly states = perFinishedRuns((finished) => mlrStates(this.spec, finished.values()));
+
+  next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
+    const current = this.states(finished).find((state) => state.next !== null);
+    if (!current) return null;
+    const index = finished.size === 0 ? 0 : Math.max(...finished.keys()) + 1;
+    const trial = current.next!;
+    return { index, point: { ...current.point, rate: { packetsPerSecond: offeredRate(trial.load) } }, repetition: current.runs.length + 1, duration: trial.duration };
+  }
+
+  expectedRuns(finished: ReadonlyMap<number, Run>): number {
+    const goals = (this.spec.search!.goals ?? NDR_PDR).length;
+    return this.states(finished).reduce((sum, state) => sum + (state.next === null ? state.runs.length : Math.max(state.runs.length + 1, 1 + 3 + TRIALS_PER_GOAL_GUESS * goals)), 0);
+  }
+
+  /** A search that could not conclude fails the job, saying where and why; one that ended with irregular goals succeeded (the report says which). */
+  outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null {
+    const stuck = this.states(finished).find((state) => state.outcome.state === 'could_not_conclude');
+    if (!stuck) return null;
+    const at = labelOf(stuck.point) || 'its point';
+    const { limit, stoppedBy } = stuck.outcome;
+    const why = stoppedBy === 'void_trials' && limit
+      ? `niclab could not make a trial at ${offeredRate(limit.load)} datagrams/s for ${limit.duration} s (${limit.attempts} attempts): ${voidReasonOf(limit.reasons[0]!).why}`
+      : `its ${stuck.outcome.trialSeconds.toFixed(0)} trial-seconds reached searchDurationMax before every goal was`;
+    return { code: 'search_inconclusive', message: `the search could not conclude at ${at}: ${why}` };
+  }
+}
+
+/** Runs a job may make at most: every trial lasts a second at least, and the trial-seconds stop at searchDurationMax (one more trial may start before). */
+function maxMlrRuns(spec: JobSpec): number {
+  const seconds = spec.search!.searchDurationMax ?? MLR_DEFAULTS.searchDurationMax;
+  return sweepPoints(spec).length * (Math.ceil(seconds / DURATION_QUANTUM) + 1);
+}
+
+const mbit = (bits: number) => (bits / 1e6).toFixed(2);
+/** A sweep point's label, or '' for a job without a sweep. */
+const labelOf = (point: SweepPoint) => (Object.keys(basePoint(point)).length > 0 ? pointLabel(basePoint(point)) : '');
+const percent = (ratio: number | null) => (ratio === null ? '-' : `${(ratio * 100).toPrecision(3)}%`);
+
+/** Per point, every goal's result, then the trials in the order they ran. */
+function mlrSearchTable(spec: JobSpec, searches: MlrSearchResult[]): string[] {
+  const out = [`MLRsearch (draft-ietf-bmwg-mlrsearch, RFC 9971): ${(spec.search!.goals ?? NDR_PDR).length} goal(s) in one search; rates per flow`];
+  for (const r of searches) {
+    const at = labelOf(r.point);
+    out.push('', `${at ? `${at}: ` : ''}${r.state}${r.stoppedBy ? ` (${r.stoppedBy})` : ''}, ${r.trials.length} trials, ${r.trialSeconds} trial-seconds, ${r.packetSize} B`);
+    if (r.limit) out.push(`niclab's limit, not the path's: ${r.limit.void.map((v) => v.why).join('; ')}`);
+    out.push(alignTable([
+      ['goal', 'loss', 'exceed', 'width', 'lower pps', 'upper pps', 'cond. pps', 'payload Mbit/s', 'wire Mbit/s', 'result'],
+      ...r.goals.map((g, i) => [
+        String(i), percent(g.goal.lossRatio), percent(g.goal.exceedRatio ?? null), percent(g.goal.width ?? null),
+        g.relevantLowerBound ? String(g.relevantLowerBound.packetsPerSecond) : '-', g.relevantUpperBound ? String(g.relevantUpperBound.packetsPerSecond) : '-',
+        g.conditionalThroughput ? g.conditionalThroughput.packetsPerSecond.toFixed(1) : '-', g.conditionalThroughput ? mbit(g.conditionalThroughput.bitsPerSecond) : '-',
+        g.conditionalThroughput ? mbit(g.conditionalThroughput.wireBitsPerSecond) : '-', g.regular ? 'regular' : `irregular (${g.irregular})`,
+      ]),
+    ]));
+    out.push(alignTable([['run', 'offered pps', 's', 'purpose', 'loss %', 'high-loss for', 'void'], ...r.trials.map((t) => [
+      String(t.runIndex), String(t.packetsPerSecond), String(t.duration), t.purpose + (t.goal === null ? '' : ` (goal ${t.goal})`), (t.lossRatio * 100).toFixed(3),
+      t.goals ? t.goals.flatMap((g, i) => (g.highLoss ? [String(i)] : [])).join(',') || '-' : 'not counted', t.void.map((v) => v.kind).join(', ') || '-',
+    ])]));
+  }
+  return out;
+}
+
+export const mlrSearch: Campaign = {
+  ...NOTHING_MORE,
+  name: 'mlr-search',
+  asks: isMlrSearch,
+  specErrors: mlrSearchErrors,
+  withDefaults: withMlrSearchDefaults,
+  maxRuns: (spec) => ({ runs: maxMlrRuns(spec), by: 'points' }),
+  strategy: (spec) => new MlrSearchStrategy(spec),
+  reportedPoints: trialPoints,
+  addsDimensions: ['rate'],
+  reportSection: (job, finished) => ({ mlrSearches: mlrSearchResults(job.spec, finished) }),
+  tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...mlrSearchTable(job.spec, report.mlrSearches ?? [])] }),
+};
