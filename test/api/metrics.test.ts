@@ -130,7 +130,12 @@ test('crc32Combine: the CRC-32 of two parts together, from theirs, as zlib compu
   }
 });
 
-test('a rate search that succeeded is each link\'s latest search result per size: both directions of a swept pair, the rate found and its wire rate', async () => {
+/**
+ * Drives a search job's strategy to its end against a path (lost datagrams at an offered rate),
+ * storing each run as the coordinator does, and returns the /metrics lines of its search series
+ * before and after the job succeeds.
+ */
+async function searchSeries(search: object, lostAt: (offered: number, direction: string | undefined) => number, extra: object = {}): Promise<{ before: boolean; lines: string[] }> {
   const redis = await startTestRedis();
   const stack = await startStack(testConfig(redis.url));
   try {
@@ -139,36 +144,60 @@ test('a rate search that succeeded is each link\'s latest search result per size
     const B = { agent: 'B', interface: 'eth2' };
     const spec = {
       engine: 'builtin', test: 'stream', protocol: 'udp', duration: 1, interval: 1, direction: 'forward', repeat: 1, retries: 0, flows: [{ from: A, to: B }],
-      udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, sweep: { direction: ['forward', 'reverse'] },
-      search: { target: 'ndr', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, resolutionPercent: 1, confirmations: 0, maxTrials: 40 },
+      udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, search, ...extra,
     } as never;
     const job = await store.create('00000000-0000-4000-8000-00000000005e', spec, 10);
     await store.transition(job.id, ['queued'], 'running', { startedAt: new Date().toISOString() });
-    // Forward carries 4,000 (max passes at once); reverse loses above 3,000.
     const { strategyFor } = await import('@niclab/shared/domain/campaigns/index');
     const strategy = strategyFor(job.spec);
     const finished = new Map();
     for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {
       const offered = (plan.point.rate as { packetsPerSecond: number }).packetsPerSecond;
-      const lost = plan.point.direction === 'reverse' ? Math.max(0, offered - 3000) : 0;
-      const udp = { sent: offered, received: offered - lost, lost, lossRatio: lost / offered, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, achievedPacketsPerSecond: offered };
-      const run = { id: `00000000-0000-4000-9000-${String(plan.index).padStart(12, '0')}`, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, status: 'succeeded', startedAt: null, finishedAt: new Date().toISOString(), error: null, flows: [{ udp, flowIndex: 0, direction: plan.point.direction, from: A, to: B, bitsPerSecond: null }] } as never;
+      const duration = plan.duration ?? 1;
+      const sent = offered * duration;
+      const lost = Math.round(lostAt(offered, plan.point.direction) * duration);
+      const udp = { sent, received: sent - lost, lost, lossRatio: lost / sent, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, achievedPacketsPerSecond: offered };
+      const run = { id: `00000000-0000-4000-9000-${String(plan.index).padStart(12, '0')}`, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration ? { duration } : {}), status: 'succeeded', startedAt: null, finishedAt: new Date().toISOString(), error: null, flows: [{ udp, flowIndex: 0, direction: plan.point.direction ?? 'forward', from: A, to: B, bitsPerSecond: null }] } as never;
       await store.saveRun(run);
       finished.set(plan.index, run);
     }
-    assert.equal(await stack.services.metrics.render().then((t) => t.includes('niclab_search_rate_packets_per_second{')), false, 'nothing before the job ends');
+    const before = await stack.services.metrics.render().then((t) => t.includes('niclab_search_rate_packets_per_second{'));
     await store.transition(job.id, ['running'], 'succeeded', { finishedAt: new Date().toISOString() });
-    const lines = (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith('niclab_search_rate_'));
-    assert.deepEqual(lines.sort(), [
-      'niclab_search_rate_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",target="ndr",packet_size="1000",schedule=""} 4000',
-      'niclab_search_rate_packets_per_second{src_agent="B",src_interface="eth2",dst_agent="A",dst_interface="eth1",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + lines.find((l) => l.startsWith('niclab_search_rate_packets_per_second{src_agent="B"'))!.split(' ').at(-1),
-      'niclab_search_rate_wire_bits_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + 4000 * 1066 * 8,
-      'niclab_search_rate_wire_bits_per_second{src_agent="B",src_interface="eth2",dst_agent="A",dst_interface="eth1",engine="builtin",target="ndr",packet_size="1000",schedule=""} ' + lines.find((l) => l.startsWith('niclab_search_rate_wire_bits_per_second{src_agent="B"'))!.split(' ').at(-1),
-    ].sort());
-    const reverse = Number(lines.find((l) => l.startsWith('niclab_search_rate_packets_per_second{src_agent="B"'))!.split(' ').at(-1));
-    assert.ok(reverse <= 3000 && reverse >= 2970, `reverse found ${reverse}`);
+    return { before, lines: (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith('niclab_search_rate_')) };
   } finally {
     await stack.close();
     await redis.stop();
   }
+}
+
+test('a rate search that succeeded is each link\'s latest search result per size: both directions of a swept pair, the rate found and its wire rate', async () => {
+  // Forward carries 4,000 (max passes at once); reverse loses above 3,000.
+  const { before, lines } = await searchSeries(
+    { target: 'ndr', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, resolutionPercent: 1, confirmations: 0, maxTrials: 40 },
+    (offered, direction) => (direction === 'reverse' ? Math.max(0, offered - 3000) : 0),
+    { sweep: { direction: ['forward', 'reverse'] } },
+  );
+  assert.equal(before, false, 'nothing before the job ends');
+  const labels = (src: string, dst: string) => `{src_agent="${src}",src_interface="${src === 'A' ? 'eth1' : 'eth2'}",dst_agent="${dst}",dst_interface="${dst === 'A' ? 'eth1' : 'eth2'}",engine="builtin",algorithm="binary",target="ndr",loss_ratio="0",packet_size="1000",schedule=""}`;
+  const value = (name: string, src: string) => lines.find((l) => l.startsWith(`niclab_search_rate_${name}${labels(src, src === 'A' ? 'B' : 'A')}`))?.split(' ').at(-1);
+  assert.deepEqual(lines.sort(), [
+    `niclab_search_rate_packets_per_second${labels('A', 'B')} 4000`,
+    `niclab_search_rate_packets_per_second${labels('B', 'A')} ${value('packets_per_second', 'B')}`,
+    `niclab_search_rate_wire_bits_per_second${labels('A', 'B')} ${4000 * 1066 * 8}`,
+    `niclab_search_rate_wire_bits_per_second${labels('B', 'A')} ${value('wire_bits_per_second', 'B')}`,
+  ].sort());
+  const reverse = Number(value('packets_per_second', 'B'));
+  assert.ok(reverse <= 3000 && reverse >= 2970, `reverse found ${reverse}`);
+});
+
+test('an MLRsearch that succeeded leaves a series per goal: each goal\'s relevant lower bound, labelled by its loss ratio', async () => {
+  // Loses everything above 3,000 datagrams/s: the NDR is at most 3,000, the PDR 0.5% at most 3,000 / 0.995.
+  const { before, lines } = await searchSeries({ algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, goals: [{ lossRatio: 0, durationSum: 1 }, { lossRatio: 0.005, durationSum: 1 }] }, (offered) => Math.max(0, offered - 3000));
+  assert.equal(before, false, 'nothing before the job ends');
+  const rate = (loss: string, target: string) => Number(lines.find((l) => l.startsWith(`niclab_search_rate_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
+  const ndr = rate('0', 'ndr');
+  const pdr = rate('0.005', 'pdr');
+  assert.ok(ndr <= 3000 && ndr >= 3000 * 0.99, `NDR ${ndr}`);
+  assert.ok(pdr <= 3000 / 0.995 && pdr >= 3000 / 0.995 * 0.99 && pdr > ndr, `PDR ${pdr}`);
+  assert.equal(lines.length, 4, lines.join('\n'));
 });

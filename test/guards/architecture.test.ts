@@ -188,8 +188,6 @@ test("no new branching on a test kind by the presence of its fields, outside the
 const CAMPAIGN_BRANCHES: Record<string, number> = {
   // A group's own rule, where it is expanded against the inventory: it has no search.
   'shared/src/domain/groups.ts': 1,
-  // A search's Prometheus series, written when a search job ends.
-  'shared/src/stores/metric-store.ts': 1,
   // The web page's one-line description of a job names its group's shape.
   'api/ui/src/pages/job.ts': 1,
 };

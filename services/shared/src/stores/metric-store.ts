@@ -11,27 +11,10 @@ import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
 import { legsOf } from '../domain/plan.js';
 import { flowSpec } from '../domain/flow-tests.js';
-import { isMlrSearch, searchResults } from '../domain/campaigns/rate-search.js';
+import { campaignOf } from '../domain/campaigns/index.js';
+import type { SearchLabels, SearchValues } from '../domain/campaigns/campaign.js';
 
-/** The labels of a link's last rate search at one datagram size (bounded: no job id). */
-export interface SearchLabels {
-  src_agent: string;
-  src_interface: string;
-  dst_agent: string;
-  dst_interface: string;
-  engine: string;
-  target: string;
-  packet_size: string;
-  schedule: string;
-}
-
-/** What a search found on that link: per flow, payload and on the wire; when its job ended. */
-export interface SearchValues {
-  packetsPerSecond: number;
-  bitsPerSecond: number;
-  wireBitsPerSecond: number;
-  endedAt: number;
-}
+export type { SearchLabels, SearchValues } from '../domain/campaigns/campaign.js';
 
 /** Upper bounds (seconds) of the job histograms' buckets. */
 export const HISTOGRAMS = {
@@ -127,24 +110,15 @@ export class MetricStore implements JobObserver {
 
   /**
    * A search job that succeeded: what it found at each point, per direction of each pair, as
-   * that link's latest search result at that size. A point that found nothing is left out.
+   * that link's latest search result at that size and loss goal (its campaign says which).
    */
   async jobEnded(job: Job, runs: () => Promise<Run[]>): Promise<void> {
-    // An MLRsearch has no series yet (its goals are not the binary search's target).
-    if (!job.spec.search || isMlrSearch(job.spec) || job.status !== 'succeeded') return;
-    const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
+    const campaign = campaignOf(job.spec);
+    if (!campaign.searchLinks || job.status !== 'succeeded') return;
+    const links = campaign.searchLinks(job, await runs());
+    if (links.length === 0) return;
     const multi = this.redis.multi();
-    for (const result of searchResults(job.spec, await runs())) {
-      if (!result.found) continue;
-      for (const leg of legsOf(job.spec, result.point)) {
-        const labels: SearchLabels = {
-          src_agent: leg.sender.agent, src_interface: leg.sender.interface, dst_agent: leg.receiver.agent, dst_interface: leg.receiver.interface,
-          engine: job.spec.engine, target: result.target, packet_size: String(result.packetSize), schedule: job.spec.labels?.schedule ?? '',
-        };
-        const values: SearchValues = { packetsPerSecond: result.found.packetsPerSecond, bitsPerSecond: result.found.bitsPerSecond, wireBitsPerSecond: result.found.wireBitsPerSecond, endedAt };
-        multi.hset(this.keys.searchLinks, JSON.stringify(labels), JSON.stringify(values));
-      }
-    }
+    for (const { labels, values } of links) multi.hset(this.keys.searchLinks, JSON.stringify(labels), JSON.stringify(values));
     await multi.exec();
   }
 

@@ -55,6 +55,8 @@ export interface Campaign {
   tableLines(job: Job, report: Report): { replacesPoints: boolean; lines: string[] };
   /** What the job records at its end beside its status: a group's pairs. */
   jobEnd(spec: JobSpec, finished: Iterable<Run>): Pick<Job, 'pairs'>;
+  /** A search's results as each link's latest (/metrics), once its job succeeded; absent for a campaign that is no search. */
+  searchLinks?(job: Job, finished: Run[]): SearchLink[];
 }
 
 /** Every run must succeed: the job fails with the first failed run's reason (its code when all failed). */
@@ -67,6 +69,36 @@ export function everyRunOutcome(runs: Iterable<Run>): ErrorInfo | null {
     code: failed.length === all.length && first ? first.code : 'runs_failed',
     message: `${failed.length} of ${all.length} runs failed${first ? `; first: ${first.message}` : ''}`,
   };
+}
+
+/** The labels of a link's last search at one datagram size and loss goal (bounded: no job id). */
+export interface SearchLabels {
+  src_agent: string;
+  src_interface: string;
+  dst_agent: string;
+  dst_interface: string;
+  engine: string;
+  /** `binary` (RFC 2544) or `mlrsearch`. */
+  algorithm: string;
+  /** `ndr` (no loss) or `pdr`. */
+  target: string;
+  /** The loss ratio the rate met: 0 for an NDR. */
+  loss_ratio: string;
+  packet_size: string;
+  schedule: string;
+}
+
+/** What a search found on that link: per flow, payload and on the wire; when its job ended. */
+export interface SearchValues {
+  packetsPerSecond: number;
+  bitsPerSecond: number;
+  wireBitsPerSecond: number;
+  endedAt: number;
+}
+
+export interface SearchLink {
+  labels: SearchLabels;
+  values: SearchValues;
 }
 
 /** A campaign's hooks that most leave as they are: no rules of its own, no inventory defaults, no section, no lines, nothing at the end. */

@@ -21,7 +21,7 @@ import { pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
 import { udpPacketsPerSecond } from '../udp-rate.js';
 import { alignTable } from '../text-table.js';
 import { NOTHING_MORE, type Campaign, type CampaignStrategy } from './campaign.js';
-import { WIRE_OVERHEAD_BYTES, basePoint, isMlrSearch, packetSizeAt, searchDefaults, searchScopeErrors, trialPoints, trialsByPoint, withSearchBounds } from './rate-search.js';
+import { WIRE_OVERHEAD_BYTES, basePoint, isMlrSearch, packetSizeAt, pointSearchLinks, searchDefaults, searchScopeErrors, trialPoints, trialsByPoint, withSearchBounds } from './rate-search.js';
 
 type SearchSpec = NonNullable<JobSpec['search']>;
 type GoalSpec = components['schemas']['SearchGoal'];
@@ -267,4 +267,8 @@ export const mlrSearch: Campaign = {
   addsDimensions: ['rate'],
   reportSection: (job, finished) => ({ mlrSearches: mlrSearchResults(job.spec, finished) }),
   tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...mlrSearchTable(job.spec, report.mlrSearches ?? [])] }),
+  // Each goal's Relevant Lower Bound, the highest load that met it, as the binary search's rate
+  // found: a series per goal (its loss ratio). A goal with no lower bound leaves none.
+  searchLinks: (job, finished) => mlrSearchResults(job.spec, finished).flatMap((result) => result.goals.flatMap((goal) =>
+    pointSearchLinks(job, result.point, { algorithm: 'mlrsearch', target: goal.goal.lossRatio === 0 ? 'ndr' : 'pdr', loss_ratio: String(goal.goal.lossRatio), packet_size: String(result.packetSize) }, goal.relevantLowerBound))),
 };

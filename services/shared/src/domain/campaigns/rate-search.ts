@@ -8,14 +8,14 @@
  * Everything here is a pure function of the spec and the runs finished so far, so a
  * coordinator that resumes a job (or the report) replays the same search from its runs.
  */
-import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from '../contract.js';
+import type { Agent, ErrorInfo, FieldError, Job, JobSpec, Run, SweepPoint } from '../contract.js';
 import type { components } from '../../generated/openapi.js';
 import { legsOf, pointKey, pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
 import { udpPacketsPerSecond } from '../udp-rate.js';
 import { kindOf } from '../test-kinds/index.js';
 import { perFinishedRuns } from '../finished-runs.js';
 import { alignTable } from '../text-table.js';
-import { NOTHING_MORE, type Campaign, type CampaignStrategy } from './campaign.js';
+import { NOTHING_MORE, type Campaign, type CampaignStrategy, type SearchLabels, type SearchLink, type SearchValues } from './campaign.js';
 
 export type RateSearchSpec = NonNullable<JobSpec['search']>;
 export type SearchResult = components['schemas']['SearchResult'];
@@ -325,6 +325,23 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
   return out;
 }
 
+/**
+ * A rate found at a point as each of its links' latest search result: per direction of each
+ * pair (a leg's sender is `src`), labelled by what the rate met. `rate` null: nothing found, no series.
+ */
+export function pointSearchLinks(job: Job, point: SweepPoint, what: Pick<SearchLabels, 'algorithm' | 'target' | 'loss_ratio' | 'packet_size'>, rate: Omit<SearchValues, 'endedAt'> | null): SearchLink[] {
+  if (!rate) return [];
+  const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
+  const { packetsPerSecond, bitsPerSecond, wireBitsPerSecond } = rate;
+  return legsOf(job.spec, point).map((leg) => ({
+    labels: {
+      src_agent: leg.sender.agent, src_interface: leg.sender.interface, dst_agent: leg.receiver.agent, dst_interface: leg.receiver.interface,
+      engine: job.spec.engine, ...what, schedule: job.spec.labels?.schedule ?? '',
+    },
+    values: { packetsPerSecond, bitsPerSecond, wireBitsPerSecond, endedAt },
+  }));
+}
+
 export const rateSearch: Campaign = {
   ...NOTHING_MORE,
   name: 'rate-search',
@@ -339,4 +356,7 @@ export const rateSearch: Campaign = {
   reportSection: (job, finished) => ({ searches: searchResults(job.spec, finished) }),
   // Its trials are listed in its own table, not as one nttcp block each.
   tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...searchTable(job.spec, report.searches ?? [])] }),
+  // The rate found at each point; a point that found nothing leaves no series.
+  searchLinks: (job, finished) => searchResults(job.spec, finished).flatMap((result) =>
+    pointSearchLinks(job, result.point, { algorithm: 'binary', target: result.target, loss_ratio: String(result.allowedLossRatio), packet_size: String(result.packetSize) }, result.found)),
 };
