@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BESIDE, FIRST, SERIAL } from './tiers.js';
+import { FIRST, SERIAL } from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** A file still running after this long is killed (with its process group) and failed. */
@@ -171,7 +171,7 @@ async function main(): Promise<number> {
   const tierArg = args.includes('--tier') ? args[args.indexOf('--tier') + 1] : undefined;
   const chosen = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--tier');
   const all = testFiles();
-  const unknownSerial = [...Object.keys(SERIAL), ...Object.keys(BESIDE), ...FIRST].filter((f) => !all.includes(f));
+  const unknownSerial = [...Object.keys(SERIAL), ...FIRST].filter((f) => !all.includes(f));
   if (unknownSerial.length) throw new Error(`test/tiers.ts names files that do not exist: ${unknownSerial.join(', ')}`);
   const files = chosen.length ? chosen.map((f) => relative(ROOT, join(process.cwd(), f))) : all;
   const missing = files.filter((f) => !all.includes(f));
@@ -180,16 +180,14 @@ async function main(): Promise<number> {
   const started = performance.now();
   const serial = tierArg === 'concurrent' ? [] : files.filter((f) => f in SERIAL);
   const rank = (f: string) => (FIRST.includes(f) ? FIRST.indexOf(f) : FIRST.length);
-  const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL) && !(f in BESIDE)).sort((a, b) => rank(a) - rank(b));
-  const beside = tierArg === 'serial' ? [] : files.filter((f) => f in BESIDE);
-  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time (concurrent tier)${beside.length ? ` with ${beside.length} beside them at the lowest priority` : ''}`);
+  const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL)).sort((a, b) => rank(a) - rank(b));
+  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files ${concurrency} at a time (concurrent tier)`);
   const serialStarted = performance.now();
   const { results } = await pool(serial, 'serial', 1);
   const serialSeconds = (performance.now() - serialStarted) / 1000;
   const concurrentStarted = performance.now();
-  const besideRuns = Promise.all(beside.map((file) => runFile(file, 'concurrent')));
   const shared = await pool(concurrent, 'concurrent', concurrency);
-  results.push(...shared.results, ...(await besideRuns));
+  results.push(...shared.results);
   const concurrentSeconds = (performance.now() - concurrentStarted) / 1000;
   const total = (performance.now() - started) / 1000;
 
@@ -201,7 +199,7 @@ async function main(): Promise<number> {
     const counted = results.filter((r) => r.tier === tier && r.cpuSeconds !== null);
     return counted.length ? counted.reduce((sum, r) => sum + r.cpuSeconds!, 0).toFixed(0) : '?';
   };
-  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}${beside.length ? ` and ${beside.length} beside` : ''}, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
+  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files at ${concurrency}, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
   mkdirSync(join(ROOT, 'test-output'), { recursive: true });
   writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, concurrentBusy: shared.busy, files: results }, null, 2));
   if (failed.length) {

@@ -15,18 +15,10 @@ export const SERIAL: Record<string, string> = {
   'test/lab/attribution.test.ts': 'CPU verdicts from a starved sender',
   'test/engines/builtin-udp.test.ts': 'receiver drops and achieved rate on loopback',
   'test/engines/probe-loopback.test.ts': "the probe's idle round trip against ping's and irtt's, within 0.05 ms",
-};
-
-/**
- * Files that run beside the concurrent tier's pool from its start, taking none of its slots:
- * their heavy work runs at the lowest CPU and I/O priority (nice 19, ionice idle), so it takes
- * only what the pool leaves idle (18-22% of both cores in the fresh-clone runs). The container
- * suite's podman build took both cores for minutes: in the serial tier it was 83-140 s alone;
- * at normal priority beside the pool a lab search found its PDR 4.7% below the shaper and an
- * in-process agent missed three 1 s heartbeats, so it is niced, not only moved.
- */
-export const BESIDE: Record<string, string> = {
-  'test/container/image.container.ts': "the image's build (niced) and its loopback job through host networking",
+  // Not a ratio, but the podman build takes both cores for minutes: in the concurrent tier a lab
+  // search beside it found its PDR 4.7% below the shaper, and an in-process agent missed three
+  // 1 s heartbeats. Its agent container also shares the host's lo with every other test.
+  'test/container/image.container.ts': "the image's build and its loopback job through host networking",
 };
 
 /**

@@ -25,11 +25,9 @@ const hasPodman = () => {
 };
 const skip = skipUnlessProvided(process.getuid?.() !== 0 ? 'needs root: rootful podman with host networking (CI runs as root)' : !hasPodman() && 'needs podman, which is not installed (.ci/run installs it)');
 
-/** `podman ARGS`; `lowest`: at nice 19 and the idle I/O class, so it takes only what other work leaves. */
-function podman(args: string[], timeoutMs = 60_000, lowest = false): Promise<string> {
-  const [command, argv] = lowest ? ['nice', ['-n', '19', 'ionice', '-c', '3', 'podman', ...args]] as const : ['podman', args] as const;
+function podman(args: string[], timeoutMs = 60_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, argv, { cwd: ROOT, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile('podman', args, { cwd: ROOT, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`podman ${args.join(' ')}: ${stderr || error.message}`));
       else resolve(stdout.trim());
     });
@@ -45,8 +43,7 @@ describe('the niclab image, built and run with podman', { skip }, () => {
   before(async () => {
     // --format docker: the OCI format has no HEALTHCHECK. (--jobs 2, the two stages at once, was
     // tried: a cold build took 140 s and 205 CPU-s against 119 s and 152 CPU-s one stage at a time.)
-    // At the lowest CPU and I/O priority: it runs beside the concurrent tier (test/tiers.ts, BESIDE).
-    await podman(['build', '--format', 'docker', '--pull=never', '--network', 'host', '-t', tag, '.'], 900_000, true);
+    await podman(['build', '--format', 'docker', '--pull=never', '--network', 'host', '-t', tag, '.'], 900_000);
     redis = await startTestRedis();
     const port = await freePort();
     const env = ['-e', `REDIS_URL=${redis.tcpUrl}`, '-e', `NICLAB_PREFIX=${uniquePrefix()}`, '-e', 'NICLAB_HEARTBEAT_SECONDS=1', '-e', 'NICLAB_SETUP_SECONDS=5'];
