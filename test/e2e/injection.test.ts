@@ -47,11 +47,17 @@ test('tasks that bypass the API with the injection corpus are refused by the age
   // own inventory (ethtool -i on this host's interfaces, each heartbeat) is not a task's: on a
   // loaded machine one fell in the window.
   const spawned = new Map<number, string[]>();
+  const agentPid = niclab.agents[0]!.pid;
+  const agentArgv = readFileSync(`/proc/${agentPid}/cmdline`, 'utf8');
   const watch = setInterval(() => {
-    for (const pid of childPids(niclab.agents[0]!.pid)) {
+    for (const pid of childPids(agentPid)) {
       if (spawned.has(pid)) continue;
       try {
-        spawned.set(pid, readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        // Forked and not yet exec'd: it still shows the agent's own command line (CI at f60be8e
+        // caught one under load). Read again next time, when it is what it runs, or gone.
+        if (argv === agentArgv) continue;
+        spawned.set(pid, argv.split('\0').filter(Boolean));
       } catch {
         // Gone before its command line was read: an engine would not be (they run for the task's seconds).
       }

@@ -132,8 +132,15 @@ describe('the UDP latency probe against irtt on a loaded tbf link', { skip: NOT_
     const received = sum((p) => p.received);
     const counts = `the probe: sent ${sum((p) => p.sent)}, reflected ${reflected}, received ${received}, lost forward ${sum((p) => p.lost.forward)}, return ${sum((p) => p.lost.return)}; irtt: server received ${mixed.irttStats.server_packets_received}, client received ${mixed.irttStats.packets_received}; the kernel: B delivered ${inB}, A delivered ${inA}`;
     ctx.diagnostic(counts);
-    assert.ok(inB - reflected - mixed.irttStats.server_packets_received >= 0 && inB - reflected - mixed.irttStats.server_packets_received <= 10, counts);
-    assert.ok(inA - received - mixed.irttStats.packets_received >= 0 && inA - received - mixed.irttStats.packets_received <= 10, counts);
+    // Beyond the two tools' own counts, B gets the probe's 3 FINs per run (probe-child.ts), the
+    // ones the loaded shaper did not drop: 7, 9 and 9 of 9 in four runs here, and once 11 (9 and
+    // two more: irtt's handshake or a resend). So B's extra is at most the FINs and 3 more; A
+    // gets none of them back, and its extra was 1 in every run.
+    const fins = 3 * mixed.runs.length;
+    const extraB = inB - reflected - mixed.irttStats.server_packets_received;
+    const extraA = inA - received - mixed.irttStats.packets_received;
+    assert.ok(extraB >= 0 && extraB <= fins + 3, `B: ${extraB} beyond the tools' counts (${fins} FINs sent); ${counts}`);
+    assert.ok(extraA >= 0 && extraA <= 5, `A: ${extraA} beyond the tools' counts; ${counts}`);
   });
 
   test('the probe is not its own bottleneck (sends on time, no socket drops)', (ctx) => {
