@@ -142,6 +142,7 @@ describe('tokens and scopes', () => {
 describe('limits', () => {
   const cases: [string, Record<string, unknown>, number, string, string][] = [
     ['duration over the token limit', { duration: 6 }, 422, 'maxDurationSeconds', 'body.duration'],
+    ['an MLRsearch whose final trials are over the token limit', { duration: 1, protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 200 }, goals: [{ lossRatio: 0, finalTrialDuration: 6 }] } }, 422, 'maxDurationSeconds', 'body.search.goals'],
     ['streams over the limit', { streams: 3 }, 422, 'maxStreams', 'body.streams'],
     ['a swept stream count over the limit', { sweep: { streams: [1, 4] } }, 422, 'maxStreams', 'body.sweep.streams'],
     ['UDP bit rate over the limit', { protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 2000 } } }, 422, 'maxUdpBitsPerSecond', 'body.udp.rate'],

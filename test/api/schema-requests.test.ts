@@ -44,7 +44,7 @@ const PROSE: { field: RegExp; message: RegExp; statedIn: [schema: string, words:
   { field: /\.repeat\.min$/, message: /^must not exceed max/, statedIn: ['JobSpec', '`repeat.min` at most `repeat.max`'] },
   { field: /\.interval$/, message: /^must not exceed duration/, statedIn: ['JobSpec', '`interval` at most `duration`'] },
   { field: /\.search\.min$/, message: /^must not exceed max/, statedIn: ['JobSpec', "a search's `min` at most its `max`"] },
-  { field: /\.search\.max$/, message: /^must be above min$/, statedIn: ['RateSearch', "An MLRsearch's `max` is above its `min`"] },
+  { field: /\.search\.max$/, message: /^must be above min$/, statedIn: ['RateSearch', 'above its `min` (at every packet size)'] },
   { field: /\.search\.goals\[\d+\]\.(finalTrialDuration|durationSum)$/, message: /^must be at least (initialTrialDuration|finalTrialDuration)$/, statedIn: ['SearchGoal', '`finalTrialDuration` at least `initialTrialDuration`, and `durationSum` at least\n        `finalTrialDuration`'] },
   { field: /\.sweep$/, message: /^expands to \d+ runs; at most 10000/, statedIn: ['JobSpec', 'at\n  most 10,000 runs per job'] },
   // An IPv4 prefix's rules are the pattern's: only an IPv6 one can be refused beyond the schema.

@@ -170,6 +170,15 @@ test('the spec: defaults shown in the stored job, goals checked as CSIT checks t
   assert.equal(campaignOf({ ...spec(), search: { target: 'ndr' } } as JobSpec).name, 'rate-search');
   // Runs at most: a trial lasts 1 s at least, 600 trial-seconds per point, one more may start.
   assert.deepEqual(campaignOf(spec()).maxRuns(spec()), { runs: 601, by: 'points' });
+  // Its longest run (a token's maxDurationSeconds): the longest final trial, or the warm-up.
+  assert.equal(campaignOf(spec()).longestRun(spec()), 4);
+  assert.equal(campaignOf(spec()).longestRun(spec({ goals: [{ lossRatio: 0 }, { lossRatio: 0.005, finalTrialDuration: 30 }] })), 30);
+  assert.equal(campaignOf(spec()).longestRun(spec({ warmupDuration: 9 }, { duration: 2 })), 9);
+  // Goals are checked without max too (the schema requires it; a 500 was the cost of skipping them).
+  const noMax = spec({ max: undefined, goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] });
+  assert.deepEqual(fields(noMax), ['body.search.goals[0].finalTrialDuration']);
+  // A job of 0.5 s: trials are whole seconds, its final trial 1 s (the stored goal stays valid).
+  assert.equal(withMlrSearchDefaults(spec({}, { duration: 0.5 }), []).spec.search!.goals![0]!.finalTrialDuration, 1);
 });
 
 test("the report: the offered rates as its points, one section per sweep point, and the table's goal and trial rows", () => {

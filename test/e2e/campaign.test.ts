@@ -209,6 +209,7 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   assert.match(await refused({ ...bounds, goals: [{ lossRatio: 0 }] }), /body\.search\.goals: applies to algorithm "mlrsearch" only/);
   assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] }), /body\.search\.goals\[0\]\.finalTrialDuration: must be at least initialTrialDuration/);
   assert.match(await refused({ algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 500 } }), /body\.search\.max: must be above min/);
+  assert.match(await refused({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0 }] }), /body\.search[.:].*max/);
 });
 
 test('a swept direction runs each flow one way, the other way, and both, in one job', async () => {

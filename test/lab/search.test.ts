@@ -97,7 +97,7 @@ describe('rate search on a shaped lab link', { skip: NOT_ROOT }, () => {
       console.log(`MLRsearch ${name}: lower bound ${lower} pps, upper ${g.relevantUpperBound.packetsPerSecond}, conditional throughput ${g.conditionalThroughput.packetsPerSecond.toFixed(1)} pps; ${(lower / expected).toFixed(4)} of the ${expected.toFixed(1)} a ${FINAL} s trial carries, ${(lower / SHAPER_PPS).toFixed(4)} of the shaper's ${SHAPER_PPS.toFixed(1)}`);
       assert.ok(Math.abs(lower / expected - 1) <= 0.01, `${name}: ${lower} pps vs ${expected.toFixed(1)}`);
     }
-    // Final trials at each lower bound, and every trial measured the path, not niclab: no void one.
+    // Short trials before final ones; void trials (niclab's own limit on this shared host) are the search's to repeat, and counted here.
     const voids = result.trials.filter((trial: { void: unknown[] }) => trial.void.length > 0);
     console.log(`${result.trials.length} trials, ${result.trialSeconds} trial-seconds, ${voids.length} void`);
     assert.ok(result.trials.some((trial: { duration: number }) => trial.duration === FINAL) && result.trials.some((trial: { duration: number }) => trial.duration < FINAL));

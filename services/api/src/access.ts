@@ -81,13 +81,16 @@ export function checkLimits(
   }
   // An engine's parameters depend on the sweep point only: check each point once, not each run.
   const points = sweepPoints(spec);
+  // A campaign may give a run more than `duration` (an MLRsearch's final trials): its longest run is held to the limit.
+  const longest = runSeconds({ ...spec, duration: campaignOf(spec).longestRun(spec) });
+  if (limits.maxDurationSeconds !== undefined && longest > limits.maxDurationSeconds) {
+    const field = longest > runSeconds(spec) ? `${root}.search.goals` : `${root}.duration`;
+    throw limitError(field, 'maxDurationSeconds', `${longest} s${longest > runSeconds(spec) ? ' (its longest trial)' : ''}${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);
+  }
   const { runs, by } = campaignOf(spec).maxRuns(spec);
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {
     const what = by === 'pairs' ? `its group expands to ${spec.flows.length} pairs, ` : '';
     throw limitError(by === 'pairs' ? `${root}.flows` : `${root}.repeat`, 'maxRunsPerJob', `${what}the job makes up to ${runs} runs; the limit is ${limits.maxRunsPerJob}`);
-  }
-  if (limits.maxDurationSeconds !== undefined && runSeconds(spec) > limits.maxDurationSeconds) {
-    throw limitError(`${root}.duration`, 'maxDurationSeconds', `${runSeconds(spec)} s${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);
   }
   for (const point of points) {
     const params = paramsAt(spec, point);

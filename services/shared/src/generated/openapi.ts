@@ -730,8 +730,9 @@ export interface components {
          *     grow to `finalTrialDuration` (two preceding targets, each with twice the width and a
          *     geometrically smaller duration sum: CSIT's 1 s, 4.58 s, 21 s at 2%, 1%, 0.5%). A
          *     warm-up trial of `warmupDuration` at `max` comes first and its result is ignored.
-         *     Trial durations are whole seconds (rounded up). An MLRsearch's `max` is above its `min`
-         *     (at every packet size). A trial niclab itself limited is void
+         *     Trial durations are whole seconds (rounded up). An MLRsearch needs `max`, a load
+         *     niclab's sender can offer (a trial it cannot offer is void, and three void attempts end
+         *     the search), above its `min` (at every packet size). A trial niclab itself limited is void
          *     and classifies no load: a sender that offered less than 99.9% of the Trial Load over
          *     the whole trial (datagrams sent / trial duration), or a receiving host whose own UDP
          *     sockets dropped datagrams (its Udp RcvbufErrors over the run). A void trial is made

@@ -9,7 +9,6 @@ import { roundTrips } from '../domain/figure-directions.js';
 import { PLACES, type Place } from '../domain/attribution.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
-import { legsOf } from '../domain/plan.js';
 import { flowSpec } from '../domain/flow-tests.js';
 import { campaignOf } from '../domain/campaigns/index.js';
 import type { SearchLabels, SearchValues } from '../domain/campaigns/campaign.js';
@@ -125,7 +124,10 @@ export class MetricStore implements JobObserver {
   /** Every link's latest search results, parsed (a few per link: one per size and target). */
   async searchLinks(): Promise<{ labels: SearchLabels; values: SearchValues }[]> {
     const raw = await this.redis.hgetall(this.keys.searchLinks);
-    return Object.entries(raw).map(([labels, values]) => ({ labels: JSON.parse(labels) as SearchLabels, values: JSON.parse(values) as SearchValues }));
+    // Entries written before the series had `algorithm` are never overwritten by a later search: left out, not shown beside it.
+    return Object.entries(raw)
+      .map(([labels, values]) => ({ labels: JSON.parse(labels) as SearchLabels, values: JSON.parse(values) as SearchValues }))
+      .filter(({ labels }) => labels.algorithm !== undefined);
   }
 
   /** The links as stored: JSON of the labels → JSON of the values (/metrics parses only what changed). */

@@ -41,6 +41,8 @@ export interface Campaign {
   specErrors(spec: JobSpec): FieldError[];
   /** The defaults that depend on the inventory, filled in so the stored job shows them (spec in, spec out), and what could not be. */
   withDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] };
+  /** Seconds of load of its longest run (the job's `duration`, or an MLRsearch's longest trial): what a token's maxDurationSeconds is checked against. */
+  longestRun(spec: JobSpec): number;
   /** The most runs the job can make: what the 10,000-run cap and a token's maxRunsPerJob are checked against. */
   maxRuns(spec: JobSpec): RunCount;
   /** Its run chooser for one job. */
@@ -104,6 +106,7 @@ export interface SearchLink {
 /** A campaign's hooks that most leave as they are: no rules of its own, no inventory defaults, no section, no lines, nothing at the end. */
 export const NOTHING_MORE = {
   specErrors: () => [] as FieldError[],
+  longestRun: (spec: JobSpec) => spec.duration,
   addsDimensions: [] as readonly Dimension[],
   withDefaults: (spec: JobSpec) => ({ spec, errors: [] as FieldError[] }),
   reportSection: () => ({}),

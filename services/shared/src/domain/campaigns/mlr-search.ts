@@ -13,7 +13,7 @@
  */
 import type { Agent, ErrorInfo, FieldError, JobSpec, Run, SweepPoint } from '../contract.js';
 import type { components } from '../../generated/openapi.js';
-import { GOAL_DEFAULTS, NDR_PDR, withGoalDefaults, type SearchGoal } from '../mlrsearch/goals.js';
+import { GOAL_DEFAULTS, NDR_PDR, goalErrors, withGoalDefaults, type SearchGoal } from '../mlrsearch/goals.js';
 import { MlrSearch, configErrors, type MlrSearchConfig, type SearchOutcome } from '../mlrsearch/mlr-search.js';
 import type { TrialInput, TrialResult, VoidReason } from '../mlrsearch/trial.js';
 import { perFinishedRuns } from '../finished-runs.js';
@@ -34,9 +34,9 @@ export const MLR_DEFAULTS = { warmupDuration: 1, searchDurationMax: 600, maxVoid
 /** Trial durations are whole seconds (iperf3 takes no other); a shorter one is rounded up. */
 const DURATION_QUANTUM = 1;
 
-/** A goal with every attribute: the final trial duration defaults to the job's `duration`, the duration sum to at least that. */
+/** A goal with every attribute: the final trial duration defaults to the job's `duration` (1 s at least: trials are whole seconds), the duration sum to at least that. */
 function goalOf(spec: JobSpec, goal: GoalSpec): SearchGoal {
-  const finalTrialDuration = goal.finalTrialDuration ?? spec.duration;
+  const finalTrialDuration = goal.finalTrialDuration ?? Math.max(1, Math.ceil(spec.duration));
   return withGoalDefaults({ durationSum: Math.max(GOAL_DEFAULTS.durationSum, finalTrialDuration), ...goal, finalTrialDuration });
 }
 
@@ -69,10 +69,12 @@ export function configAt(spec: JobSpec, point: SweepPoint): MlrSearchConfig {
 /** The contract's names for the config's fields. */
 const FIELD_NAMES: Record<string, string> = { minLoad: 'min', maxLoad: 'max' };
 
-/** Its scope's errors (as the binary search's), and each point's config as CSIT checks it. */
+/** Its scope's errors (as the binary search's), each goal as CSIT checks it, and each point's loads. */
 export function mlrSearchErrors(spec: JobSpec): FieldError[] {
   const errors = searchScopeErrors(spec);
-  if (errors.length > 0 || !spec.search?.max || !spec.udp) return errors;
+  if (errors.length > 0) return errors;
+  // The goals whatever the loads (the schema requires `max`; without it only they are checked).
+  if (!spec.search?.max || !spec.udp) return (spec.search?.goals ?? NDR_PDR).flatMap((goal, i) => goalErrors(goalOf(spec, goal), `body.search.goals[${i}]`));
   const seen = new Set<string>();
   for (const point of sweepPoints(spec)) {
     for (const error of configErrors(configAt(spec, point), 'body.search')) {
@@ -255,9 +257,16 @@ function mlrSearchTable(spec: JobSpec, searches: MlrSearchResult[]): string[] {
   return out;
 }
 
+/** The longest load any trial gets: a goal's final trial, or the warm-up, in whole seconds. */
+function longestTrial(spec: JobSpec): number {
+  const goals = (spec.search!.goals ?? NDR_PDR).map((goal) => goalOf(spec, goal));
+  return Math.max(...goals.map((g) => Math.ceil(g.finalTrialDuration / DURATION_QUANTUM) * DURATION_QUANTUM), Math.ceil(spec.search!.warmupDuration ?? MLR_DEFAULTS.warmupDuration));
+}
+
 export const mlrSearch: Campaign = {
   ...NOTHING_MORE,
   name: 'mlr-search',
+  longestRun: longestTrial,
   asks: isMlrSearch,
   specErrors: mlrSearchErrors,
   withDefaults: withMlrSearchDefaults,
