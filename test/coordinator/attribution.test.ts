@@ -60,6 +60,9 @@ test('the network place counts datagrams: a fragmented one lost whole, other tra
   // A clean lab run: nothing lost, and one frame (an ARP) out of the sender the receiver's interface did not count.
   const clean = attributeLoss(udp(1_000, 1_000), host({ stats: { tx_packets: 1_006 } }), host({ stats: { rx_packets: 1_005 } }), { packetSize: 1000, mtu: 1500, ipv6: false, extraPackets: ENGINE_EXTRA_PACKETS.builtin });
   assert.deepEqual([clean.network, clean.unexplained], [0, 0], 'nothing lost: no datagram lost in the network');
+  // The same without the datagrams' shape: every frame out is the leg's, the ARP too, and still no datagram lost.
+  const cleanNoShape = attributeLoss(udp(1_000, 1_000), host({ stats: { tx_packets: 1_006 } }), host({ stats: { rx_packets: 1_005 } }));
+  assert.deepEqual([cleanNoShape.network, cleanNoShape.unexplained], [0, 0], 'nothing lost, without the shape: no datagram lost in the network');
   const noIp = attributeLoss(udp(4_000, 1_508), host({ stats: { tx_packets: 12_015 } }), host({ stats: { rx_packets: 5_471 } }), shape);
   assert.equal(noIp.network, Math.ceil(6_544 / 3), 'without the Ip counters: at least the frames lost over 3');
   // 1,000 datagrams, 100 dropped by the receiver's socket; 3,000 more frames of other traffic left the sender's interface.
