@@ -84,8 +84,8 @@ export function checkLimits(
   // A campaign may give a run more than `duration` (an MLRsearch's final trials): its longest run is held to the limit.
   const longest = runSeconds({ ...spec, duration: campaignOf(spec).longestRun(spec) });
   if (limits.maxDurationSeconds !== undefined && longest > limits.maxDurationSeconds) {
-    const field = longest > runSeconds(spec) ? `${root}.search.goals` : `${root}.duration`;
-    throw limitError(field, 'maxDurationSeconds', `${longest} s${longest > runSeconds(spec) ? ' (its longest trial)' : ''}${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);
+    const trial = longest > runSeconds(spec);
+    throw limitError(trial ? `${root}.search.goals` : `${root}.duration`, 'maxDurationSeconds', `${longest} s${trial ? ' (its longest trial)' : ''}${spec.idleBaseline ? ' (with the idle baseline)' : ''} is over the limit of ${limits.maxDurationSeconds} s`);
   }
   const { runs, by } = campaignOf(spec).maxRuns(spec);
   if (limits.maxRunsPerJob !== undefined && runs > limits.maxRunsPerJob) {

@@ -132,6 +132,9 @@ export function mlrStates(spec: JobSpec, finished: Iterable<Run>): PointMlr[] {
   return trialsByPoint(spec, finished).map(({ point, runs }) => replay(spec, point, runs));
 }
 
+/** A sweep point's label, or '' for a job without a sweep. */
+const labelOf = (point: SweepPoint) => (Object.keys(basePoint(point)).length > 0 ? pointLabel(basePoint(point)) : '');
+
 /** A rate per flow as the report gives it. */
 function rateOf(packetsPerSecond: number | null, packetSize: number, flows: number): Rate {
   if (packetsPerSecond === null) return null;
@@ -152,6 +155,8 @@ function voidReasonOf(reason: VoidReason): VoidTrialReason {
 /** What the search found at each point, for the report. */
 export function mlrSearchResults(spec: JobSpec, finished: Iterable<Run>): MlrSearchResult[] {
   const flows = spec.flows.length;
+  // A bound is a grid load: as offered, whole datagrams/s. A trial's load already is (its run's rate).
+  const offered = (load: number | null) => (load === null ? null : offeredRate(load));
   return mlrStates(spec, finished).map(({ point, packetSize, runs, outcome }) => ({
     point, packetSize,
     state: outcome.state,
@@ -160,8 +165,8 @@ export function mlrSearchResults(spec: JobSpec, finished: Iterable<Run>): MlrSea
     trialSeconds: outcome.trialSeconds,
     goals: outcome.goals.map((goal) => ({
       goal: shownGoal(goal.goal),
-      relevantLowerBound: rateOf(goal.relevantLowerBound === null ? null : offeredRate(goal.relevantLowerBound), packetSize, flows),
-      relevantUpperBound: rateOf(goal.relevantUpperBound === null ? null : offeredRate(goal.relevantUpperBound), packetSize, flows),
+      relevantLowerBound: rateOf(offered(goal.relevantLowerBound), packetSize, flows),
+      relevantUpperBound: rateOf(offered(goal.relevantUpperBound), packetSize, flows),
       // At the offered (whole) lower bound, as the trials there offered it.
       conditionalThroughput: rateOf(goal.relevantLowerBound === null || goal.conditionalLossRatio === null ? null : offeredRate(goal.relevantLowerBound) * (1 - goal.conditionalLossRatio), packetSize, flows),
       conditionalLossRatio: goal.conditionalLossRatio,
@@ -171,13 +176,13 @@ export function mlrSearchResults(spec: JobSpec, finished: Iterable<Run>): MlrSea
     })),
     trials: outcome.trials.map((trial) => ({
       runIndex: runs[trial.index]!.index,
-      packetsPerSecond: offeredRate(trial.load),
+      packetsPerSecond: trial.load,
       duration: trial.duration,
       purpose: trial.purpose,
       goal: trial.goal,
       attempt: trial.attempt,
       lossRatio: trial.lossRatio,
-      forwardingRate: offeredRate(trial.load) * (1 - trial.lossRatio),
+      forwardingRate: trial.forwardingRate,
       void: trial.void.map(voidReasonOf),
       goals: trial.goals,
     })),
@@ -229,8 +234,6 @@ function maxMlrRuns(spec: JobSpec): number {
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);
-/** A sweep point's label, or '' for a job without a sweep. */
-const labelOf = (point: SweepPoint) => (Object.keys(basePoint(point)).length > 0 ? pointLabel(basePoint(point)) : '');
 const percent = (ratio: number | null) => (ratio === null ? '-' : `${(ratio * 100).toPrecision(3)}%`);
 
 /** Per point, every goal's result, then the trials in the order they ran. */
