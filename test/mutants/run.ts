@@ -51,7 +51,14 @@ function build(work: string): string | null {
   return tsc.status === 0 ? null : tsc.stdout + tsc.stderr;
 }
 
-interface TestRun { passed: boolean; failed: string[]; seconds: number; tail: string }
+interface TestRun {
+  passed: boolean;
+  failed: string[];
+  /** The tests that ran and passed (the reporter's count; a test the pattern skips is not one). */
+  ran: number;
+  seconds: number;
+  tail: string;
+}
 
 /** The longest one selection of tests may run before it is ended (a hang is a failure). */
 const RUN_TIMEOUT_MS = 10 * 60_000;
@@ -79,7 +86,8 @@ function runTests(work: string, tests: string[], pattern?: string): Promise<Test
     child.on('close', (code) => {
       clearTimeout(timer);
       const failed = [...output.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]!.trim());
-      resolve({ passed: code === 0, failed: [...new Set(failed)], seconds: (Date.now() - started) / 1000, tail: output.split('\n').slice(-40).join('\n') });
+      const ran = Number(output.match(/^# pass (\d+)$/m)?.[1] ?? 0);
+      resolve({ passed: code === 0, failed: [...new Set(failed)], ran, seconds: (Date.now() - started) / 1000, tail: output.split('\n').slice(-40).join('\n') });
     });
   });
 }
@@ -93,6 +101,8 @@ function apply(work: string, mutant: Mutant): () => void {
   return () => writeFileSync(path, original);
 }
 
+/** Why a selection that ran no test judges nothing: a pattern that names no test passes with or without the bug. */
+const noTestRan = (m: Mutant) => `no test ran: the pattern /${m.pattern}/ matches no test in ${m.tests.join(' ')}`;
 const selection = (m: Mutant) => `${m.tests.join(' ')}${m.pattern ? ` /${m.pattern}/` : ''}`;
 
 async function main(): Promise<number> {
@@ -108,10 +118,12 @@ async function main(): Promise<number> {
         if (unjudged.has(selection(m)) || chosen.indexOf(m) !== chosen.findIndex((o) => selection(o) === selection(m))) continue;
         let run = await runTests(work, m.tests, m.pattern);
         if (!run.passed) run = await runTests(work, m.tests, m.pattern);
-        console.log(`baseline ${run.passed ? 'pass' : 'FAIL'} (${run.seconds.toFixed(0)} s): ${selection(m)}`);
+        console.log(`baseline ${run.passed ? 'pass' : 'FAIL'} (${run.seconds.toFixed(0)} s, ${run.ran} tests): ${selection(m)}`);
         if (!run.passed) {
           console.log(run.tail);
           unjudged.set(selection(m), run.failed);
+        } else if (run.ran === 0) {
+          unjudged.set(selection(m), [noTestRan(m)]);
         }
       }
     }
@@ -120,8 +132,9 @@ async function main(): Promise<number> {
       let restore: (() => void) | undefined;
       const failing = unjudged.get(selection(m));
       if (failing) {
-        results.push({ mutant: m, outcome: 'INVALID', by: [`its tests fail without the mutant: ${failing.join('; ')}`], seconds: 0 });
-        console.log(`INVALID  ${m.id}: its tests fail without the mutant`);
+        const why = failing[0] === noTestRan(m) ? failing[0] : `its tests fail without the mutant: ${failing.join('; ')}`;
+        results.push({ mutant: m, outcome: 'INVALID', by: [why], seconds: 0 });
+        console.log(`INVALID  ${m.id}: ${why}`);
         continue;
       }
       try {
@@ -131,7 +144,8 @@ async function main(): Promise<number> {
           results.push({ mutant: m, outcome: 'INVALID', by: [`does not compile: ${broken.split('\n')[0]}`], seconds: 0 });
         } else {
           const run = await runTests(work, m.tests, m.pattern);
-          results.push({ mutant: m, outcome: run.passed ? 'SURVIVED' : 'killed', by: run.failed, seconds: run.seconds });
+          if (run.passed && run.ran === 0) results.push({ mutant: m, outcome: 'INVALID', by: [noTestRan(m)], seconds: run.seconds });
+          else results.push({ mutant: m, outcome: run.passed ? 'SURVIVED' : 'killed', by: run.failed, seconds: run.seconds });
         }
       } catch (error) {
         results.push({ mutant: m, outcome: 'INVALID', by: [(error as Error).message], seconds: 0 });
