@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import type { FlowResult, Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { compareJobs, comparisonTable } from '@niclab/shared/domain/compare';
 import { holm } from '@niclab/shared/domain/statistics';
+import { seededRandom as random } from '../helpers/random.js';
 
 const path = { from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } };
 const base: JobSpec = { engine: 'builtin', test: 'stream', protocol: 'tcp', retries: 0, duration: 10, bufferLength: 131072, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 3, flows: [path] };
@@ -103,18 +104,6 @@ test('a comparison of several points: the verdict follows the Holm-adjusted p, a
   assert.equal(same!.adjustedPValue, 1);
   assert.match(comparisonTable(c, ['bufferLength']), /^\s+bufferLength=32768\s+:\s+200\.00\s+204\.00\s+2\.00\s+\[[-\d., ]+\]\s+p=0\.0\d+\s+adj=0\.\d+\s+no significant change$/m);
 });
-
-/** mulberry32: a small seeded generator, so the simulation is the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const POINTS = Array.from({ length: 12 }, (_, i) => 1024 * 2 ** i);
 const rrFlow = { ...path, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr: { requestSize: 1, responseSize: 1 } } } as JobSpec['flows'][number];

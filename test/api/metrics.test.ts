@@ -163,7 +163,7 @@ async function searchSeries(search: object, lostAt: (offered: number, direction:
     }
     const before = await stack.services.metrics.render().then((t) => t.includes('niclab_search_rate_packets_per_second{'));
     await store.transition(job.id, ['running'], 'succeeded', { finishedAt: new Date().toISOString() });
-    return { before, lines: (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith('niclab_search_rate_')) };
+    return { before, lines: (await stack.services.metrics.render()).split('\n').filter((l) => /^niclab_search_(rate|conditional_throughput)_/.test(l)) };
   } finally {
     await stack.close();
     await redis.stop();
@@ -190,7 +190,7 @@ test('a rate search that succeeded is each link\'s latest search result per size
   assert.ok(reverse <= 3000 && reverse >= 2970, `reverse found ${reverse}`);
 });
 
-test('an MLRsearch that succeeded leaves a series per goal: each goal\'s relevant lower bound, labelled by its loss ratio', async () => {
+test('an MLRsearch that succeeded leaves series per goal: each goal\'s relevant lower bound and its conditional throughput, labelled by its loss ratio', async () => {
   // Loses everything above 3,000 datagrams/s: the NDR is at most 3,000, the PDR 0.5% at most 3,000 / 0.995.
   const { before, lines } = await searchSeries({ algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, goals: [{ lossRatio: 0, durationSum: 1 }, { lossRatio: 0.005, durationSum: 1 }] }, (offered) => Math.max(0, offered - 3000));
   assert.equal(before, false, 'nothing before the job ends');
@@ -199,5 +199,10 @@ test('an MLRsearch that succeeded leaves a series per goal: each goal\'s relevan
   const pdr = rate('0.005', 'pdr');
   assert.ok(ndr <= 3000 && ndr >= 3000 * 0.99, `NDR ${ndr}`);
   assert.ok(pdr <= 3000 / 0.995 && pdr >= 3000 / 0.995 * 0.99 && pdr > ndr, `PDR ${pdr}`);
-  assert.equal(lines.length, 4, lines.join('\n'));
+  // The conditional throughput: the NDR's lower bound lost nothing; above 3,000 the path loses
+  // all the excess, so whatever the PDR's lower bound, what it forwarded is 3,000.
+  const conditional = (loss: string, target: string) => Number(lines.find((l) => l.startsWith(`niclab_search_conditional_throughput_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
+  assert.equal(conditional('0', 'ndr'), ndr);
+  assert.ok(Math.abs(conditional('0.005', 'pdr') - 3000) <= 1, `PDR conditional ${conditional('0.005', 'pdr')}`);
+  assert.equal(lines.length, 6, lines.join('\n'));
 });

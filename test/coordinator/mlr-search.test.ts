@@ -4,6 +4,7 @@ import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { mlrSearchResults, mlrSearchErrors, withMlrSearchDefaults } from '@niclab/shared/domain/campaigns/mlr-search';
 import type { JobSpec, Run } from '@niclab/shared/domain/contract';
 import { runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
+import { drive, type Path, type PathFigures } from '../helpers/search-path.js';
 import { buildReport, reportTable } from '@niclab/shared/domain/report';
 
 /**
@@ -20,39 +21,6 @@ const spec = (search: Partial<NonNullable<JobSpec['search']>> = {}, extra: Parti
     search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 100_000 }, ...search },
     ...extra,
   }) as JobSpec;
-
-/** Per flow: the share of datagrams lost at an offered rate, what the sender manages, whether the run fails, the receiver's socket drops. */
-interface PathFigures { lossRatio: number; achieved?: number; error?: boolean; socketDrops?: number }
-type Path = (offered: number, duration: number, trial: number) => PathFigures;
-
-function runOf(plan: PlannedRun, figures: PathFigures, flows = 1): Run {
-  const offered = (plan.point.rate as { packetsPerSecond: number }).packetsPerSecond;
-  const duration = plan.duration!;
-  const sent = Math.round((figures.achieved ?? offered) * duration);
-  const lost = Math.round(sent * figures.lossRatio);
-  const udp = { sent, received: sent - lost, lost, lossRatio: sent ? lost / sent : 0, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, achievedPacketsPerSecond: sent / duration };
-  const lossAttribution = { receiverSocketBuffer: figures.socketDrops ?? 0 };
-  return {
-    id: `r${plan.index}`, jobId: 'j', index: plan.index, point: plan.point, repetition: plan.repetition, duration,
-    status: figures.error ? 'failed' : 'succeeded', startedAt: null, finishedAt: null,
-    error: figures.error ? { code: 'agent_lost', message: 'lost' } : null,
-    flows: figures.error ? [] : Array.from({ length: flows }, () => ({ udp, lossAttribution })),
-  } as unknown as Run;
-}
-
-/** Drives the strategy to its end, as processJob does; returns the plans and the runs in order. */
-function drive(job: JobSpec, path: Path, limit = 400): { plans: PlannedRun[]; runs: Run[] } {
-  const strategy = strategyFor(job);
-  const finished = new Map<number, Run>();
-  const plans: PlannedRun[] = [];
-  for (let plan = strategy.next(finished); plan; plan = strategy.next(finished)) {
-    assert.ok(plans.length < limit, 'the search ends');
-    assert.equal(finished.has(plan.index), false, 'a new index for every trial');
-    plans.push(plan);
-    finished.set(plan.index, runOf(plan, path((plan.point.rate as { packetsPerSecond: number }).packetsPerSecond, plan.duration!, plans.length), job.flows.length));
-  }
-  return { plans, runs: [...finished.values()] };
-}
 
 /** No loss up to 40,000 datagrams/s, then a share that grows by 1% per 2,000 above it: NDR 40,000, PDR 0.5% at 41,000. */
 const gradual = (offered: number) => Math.max(0, (offered - 40_000) / 200_000);

@@ -124,6 +124,9 @@ test('GET /v1/jobs/{id}/events follows a campaign live: status, progress, runs a
   assert.equal(gone.status, 404);
 });
 
+/** The binary search's job of the test below, which the MLRsearch's test compares itself with. */
+let binarySearch: { id: string; found: number; high: number | null } | undefined;
+
 test('a rate search through the API: defaults stored, trials are runs at their offered rates, the report gives the result', async () => {
   // On loopback nothing limits 500 datagrams/s: the first trial (max) passes with its
   // confirmation. A partial drop rate of 20%, because a loaded host can starve the builtin
@@ -145,6 +148,7 @@ test('a rate search through the API: defaults stored, trials are runs at their o
   }
   assert.equal(result.found.packetsPerSecond, result.bracket.low);
   const pps = result.found.packetsPerSecond;
+  binarySearch = { id: job.id, found: pps, high: result.bracket.high };
   assert.deepEqual(result.found, { packetsPerSecond: pps, bitsPerSecond: pps * 200 * 8, wireBitsPerSecond: pps * 266 * 8, totalPacketsPerSecond: pps });
   // An unloaded host passes max at once; a loaded one may have found a sender short of it.
   if (result.stoppedBy === 'max') assert.equal(job.runs.length, 2);
@@ -197,6 +201,22 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   }
   const table = await (await fetch(`${client.base}/v1/jobs/${job.id}/report?format=table`)).text();
   assert.match(table, /MLRsearch \(draft-ietf-bmwg-mlrsearch, RFC 9971\): 2 goal\(s\)/);
+
+  // Against the binary search above (its PDR at 20% loss): that goal is matched and each side's
+  // rates are its own report's; where neither found an upper bound (the binary search passed
+  // max, as an unloaded host does), neither can be above the other. The goal of 50% the binary
+  // search lacks is not comparable.
+  assert.ok(binarySearch, 'the binary search test ran first');
+  const { status, body: comparison } = await client.call('compareJobs', 'GET', `/v1/compare?baseline=${binarySearch.id}&candidate=${job.id}`);
+  assert.equal(status, 200, JSON.stringify(comparison));
+  const [matched, unmatched] = comparison.searches;
+  assert.deepEqual([comparison.searches.length, matched.lossRatio, matched.baseline, matched.candidate], [2, 0.2, { algorithm: 'binary', lower: binarySearch.found, upper: binarySearch.high, rate: binarySearch.found }, { algorithm: 'mlrsearch', lower: 500, upper: null, rate: result.goals[0].conditionalThroughput.packetsPerSecond }], JSON.stringify(matched));
+  assert.match(matched.reason, /found no upper bound/);
+  if (binarySearch.high === null) assert.equal(matched.verdict, 'no significant change', matched.judged);
+  assert.deepEqual([unmatched.lossRatio, unmatched.verdict, unmatched.reason], [0.5, 'not comparable', 'the baseline has no such goal at this point']);
+  const comparisonText = await (await fetch(`${client.base}/v1/compare?baseline=${binarySearch.id}&candidate=${job.id}&format=table`)).text();
+  assert.match(matched.judged, /^loss 0\.2: binary \[\d+, (-|\d+)\] [\d.]+ -> mlrsearch \[500, -\] [\d.]+ pps per flow, [+-]?\d+\.\d+%: /);
+  assert.ok(comparisonText.includes(matched.judged), comparisonText);
 
   const refused = async (search: object) => {
     const res = await client.call('createJob', 'POST', '/v1/jobs', { ...spec, search });

@@ -121,7 +121,7 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
     // The shipped configuration, pointed at this test's API and scraping every second.
     prometheus = await startPrometheus(t.env.NICLAB_PORT!);
     // Jobs run while Prometheus watches, so the annotation query sees runs end. One of each
-    // kind of result on A -> B: TCP (both engines), UDP, request/response; one with a schedule.
+    // kind of result on A -> B: TCP (both engines), UDP, request/response, both searches; one with a schedule.
     for (const spec of [
       { engine: 'builtin', labels: { schedule: 'nightly' } },
       { engine: 'iperf3' },
@@ -129,6 +129,8 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
       { engine: 'builtin', test: 'rr' },
       // A rate search whose first trial (max) passes: the link's search result.
       { engine: 'builtin', protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 500 } }, search: { target: 'ndr', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 2000 }, confirmations: 0 } },
+      // An MLRsearch whose max is a lower bound after one 1 s trial: its conditional throughput.
+      { engine: 'builtin', protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 500 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 2000 }, goals: [{ lossRatio: 0.005, finalTrialDuration: 1, durationSum: 1 }] } },
     ]) {
       await t.client.succeed({ duration: 1, flows: [flow('A', 'B')], ...spec }, 60_000);
     }

@@ -54,6 +54,23 @@ export const MUTANTS: Mutant[] = [
     tests: [MLR_CAMPAIGN_TEST],
   },
   {
+    id: 'search-compare-midpoints',
+    what: "two searches are judged by their rates alone, not their brackets: a change within the searches' widths (overlapping brackets) is called better",
+    file: 'services/shared/src/domain/compare.ts',
+    from: 'const above = !missing && b!.upper !== null && c!.lower! > b!.upper;',
+    to: 'const above = !missing && c!.rate! > b!.rate!;',
+    tests: ['test/coordinator/compare-searches.test.ts'],
+  },
+  {
+    id: 'mlr-conditional-is-lower-bound',
+    what: "/metrics gives an MLRsearch goal's relevant lower bound as its conditional throughput (what it offered, not what it forwarded)",
+    file: MLR_CAMPAIGN,
+    from: 'goal.relevantLowerBound, goal.conditionalThroughput))),',
+    to: 'goal.relevantLowerBound, goal.relevantLowerBound))),',
+    tests: ['test/api/metrics.test.ts'],
+    pattern: 'MLRsearch',
+  },
+  {
     id: 'tcp-times-wrong-counter',
     what: "the builtin TCP sender reports its send-buffer-limited time as the receiver's window's",
     file: 'services/agent/src/engines/builtin/sockopt.ts',

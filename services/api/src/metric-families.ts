@@ -98,6 +98,10 @@ export const FLEET_FAMILIES: Family[] = [
   // Rate searches (RFC 2544): the latest result per link, datagram size and target.
   { name: 'niclab_search_rate_packets_per_second', help: 'Highest rate the last search on the link passed (per flow: a binary search\'s rate found, an MLRsearch goal\'s relevant lower bound), by algorithm, target (NDR or PDR), loss ratio and datagram size.', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.packetsPerSecond) },
   { name: 'niclab_search_rate_wire_bits_per_second', help: 'The same rate on an IPv4 Ethernet wire (payload + 66 bytes a datagram).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.wireBitsPerSecond) },
+  {
+    name: 'niclab_search_conditional_throughput_packets_per_second', help: "An MLRsearch goal's Conditional Throughput on the link (per flow: its relevant lower bound × (1 − the goal's exceed-ratio quantile of the trial loss ratios there)), by the same labels; a binary search has none.", type: 'gauge',
+    samples: (s) => s.searches.flatMap(({ labels, values }) => (values.conditionalPacketsPerSecond === undefined ? [] : [{ labels: { ...labels }, value: values.conditionalPacketsPerSecond }])),
+  },
   { name: 'niclab_search_timestamp_seconds', help: 'When the search behind the rate ended (Unix time).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.endedAt) },
   // Outcomes and the queue.
   { name: 'niclab_runs_total', help: 'Runs ended, by outcome.', type: 'counter', samples: (s) => outcomes(s.runs) },

@@ -11,9 +11,12 @@ import { DIMENSIONS, pointKey, pointLabel, sweepPoints } from './plan.js';
 import { alignTable } from './text-table.js';
 import { CONFIDENCE, clipToDomain, holm, summarize, welch, type Summary, type Welch } from './statistics.js';
 import { FIGURE_DOMAINS, minChange } from './figure-domains.js';
+import { campaignOf } from './campaigns/index.js';
+import type { SearchRate } from './campaigns/campaign.js';
 
 export type Comparison = components['schemas']['Comparison'];
 type ComparedPoint = components['schemas']['ComparedPoint'];
+type SearchComparison = components['schemas']['SearchComparison'];
 type MetricDirection = components['schemas']['MetricDirection'];
 type Difference = Comparison['environmentDifferences'][number];
 type Environment = NonNullable<EndDiagnostics['environment']>;
@@ -125,6 +128,47 @@ function judge(m: RunMetric, t: Tested, adjusted: number | null, rules: { alpha:
   };
 }
 
+const sideOf = (r: SearchRate | undefined): SearchComparison['baseline'] => (r ? { algorithm: r.algorithm, lower: r.lower, upper: r.upper, rate: r.rate } : null);
+const bracketText = (r: SearchRate | undefined) => (r ? `${r.algorithm} [${r.lower ?? '-'}, ${r.upper ?? '-'}] ${r.rate === null ? '-' : r.rate.toFixed(1)}` : 'no search');
+
+/**
+ * Two searches' rates, point by point and goal by goal (matched by the point and the loss ratio,
+ * and the exceed ratio when both have one), judged by their brackets: a search has one rate per
+ * goal, not repeats, so the brackets are its uncertainty. Better when the candidate's lower
+ * bound is above the baseline's upper one, worse when its upper bound is below the baseline's
+ * lower one, either only by at least `minChangePercent` of the baseline's rate.
+ */
+export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent: number): SearchComparison[] {
+  const ratesOf = (job: Job, runs: Run[]) => campaignOf(job.spec).searchRates?.(job, runs.filter((r) => r.status === 'succeeded' || r.status === 'failed')) ?? null;
+  const [base, cand] = [ratesOf(baseline, baseRuns), ratesOf(candidate, candRuns)];
+  if (!base && !cand) return [];
+  const same = (a: SearchRate, b: SearchRate) => pointKey(a.point) === pointKey(b.point) && a.lossRatio === b.lossRatio && (a.exceedRatio === null || b.exceedRatio === null || a.exceedRatio === b.exceedRatio);
+  const pairs: [SearchRate | undefined, SearchRate | undefined][] = (base ?? []).map((b) => [b, cand?.find((c) => same(b, c))]);
+  for (const c of cand ?? []) if (!pairs.some(([, paired]) => paired === c)) pairs.push([undefined, c]);
+  return pairs.map(([b, c]) => {
+    const at = (b ?? c)!;
+    const missing = !b ? `the baseline ${base ? 'has no such goal at this point' : 'is no search'}` : !c ? `the candidate ${cand ? 'has no such goal at this point' : 'is no search'}`
+      : b.rate === null || b.lower === null ? 'the baseline found no rate here (no lower bound)' : c.rate === null || c.lower === null ? 'the candidate found no rate here (no lower bound)' : null;
+    const changePercent = missing || !b!.rate ? null : ((c!.rate! - b!.rate) / b!.rate) * 100;
+    const large = changePercent !== null && Math.abs(changePercent) >= minChangePercent;
+    const above = !missing && b!.upper !== null && c!.lower! > b!.upper;
+    const below = !missing && c!.upper !== null && c!.upper < b!.lower!;
+    const verdict: SearchComparison['verdict'] = missing ? 'not comparable' : large && above ? 'better' : large && below ? 'worse' : 'no significant change';
+    // Nothing is known above a max that carried: the candidate cannot be shown above such a baseline, nor such a candidate below a baseline.
+    const open = missing ? [] : [
+      ...(b!.upper === null ? ['the baseline found no upper bound (its max carried), so the candidate cannot be shown better'] : []),
+      ...(c!.upper === null ? ['the candidate found no upper bound (its max carried), so it cannot be shown worse'] : []),
+    ];
+    const change = changePercent === null ? '' : `, ${changePercent >= 0 ? '+' : ''}${changePercent.toFixed(2)}%`;
+    return {
+      point: at.point, lossRatio: at.lossRatio, exceedRatio: b && c && b.exceedRatio !== null && c.exceedRatio !== null ? b.exceedRatio : null,
+      baseline: sideOf(b), candidate: sideOf(c), changePercent, verdict,
+      judged: `loss ${at.lossRatio}: ${bracketText(b)} -> ${bracketText(c)} pps per flow${change}: ${verdict}`,
+      reason: missing ?? (open.join('; ') || null),
+    };
+  });
+}
+
 /**
  * A/B of two jobs on `metricName` (default: the baseline's headline), each point's verdict in
  * that figure's own direction; `metrics` does the same for every figure either job measured.
@@ -170,6 +214,7 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
     environmentDifferences: differences,
     points: metrics.find((x) => x.metric.name === judged.name)!.points,
     metrics,
+    searches: compareSearches(baseline, baseRuns, candidate, candRuns, minChangePercent),
   };
 }
 
@@ -204,6 +249,10 @@ export function comparisonTable(c: Comparison, dimensions: string[]): string {
     p.adjustedPValue === null ? '' : `adj=${p.adjustedPValue.toPrecision(2)}`,
     p.verdict + (p.environmentFlagged ? ' (environment differs)' : ''),
   ];
+  if (c.searches.length) {
+    out.push('', 'searches: per point and loss goal, [lower, upper] bound and the rate compared (pps per flow), % change, verdict from the brackets');
+    out.push(alignTable(c.searches.map((s) => [`  ${pointLabel(s.point)}`, s.judged, s.reason ?? ''])));
+  }
   const groups = new Map<string, ComparedPoint[]>();
   for (const p of c.points) groups.set(groupOf(p.point), [...(groups.get(groupOf(p.point)) ?? []), p]);
   for (const [group, points] of groups) {

@@ -1128,6 +1128,48 @@ export interface components {
                 variedByUser: boolean;
             }[];
             points: components["schemas"]["ComparedPoint"][];
+            /** @description When either job is a rate search (binary or MLRsearch): its rates per point and loss goal against the other job's, matched by the point and the goal's loss ratio; empty when neither is. A search's trials are at loads it chose, not repeats of one, so `points` has no figure for it: compare its rates here. */
+            searches: components["schemas"]["SearchComparison"][];
+        };
+        /**
+         * @description One point and loss goal of two searches, compared by their bounds. A search gives one
+         *     rate per goal, not repeated runs, so there is no t-test: the verdict reads the brackets.
+         *     `better` when the candidate's lower bound is above the baseline's upper bound (its
+         *     bracket lies wholly above) and the rates differ by at least `minChangePercent`; `worse`
+         *     when the candidate's upper bound is below the baseline's lower bound, by as much;
+         *     otherwise `no significant change`: the brackets overlap, so the change is within the
+         *     searches' own widths. Nothing is known above a max that carried (no upper bound): a
+         *     candidate cannot be shown better than such a baseline, nor such a candidate worse, and
+         *     `reason` says so. `not comparable` when a
+         *     side has no rate at this point and goal (no lower bound, no such goal, or no search).
+         */
+        SearchComparison: {
+            point: components["schemas"]["SweepPoint"];
+            /** @description The goal's loss ratio: 0 for an NDR. */
+            lossRatio: number;
+            /** @description The MLRsearch goal's exceed ratio, matched when both are MLRsearches; null when a side is a binary search (it has none). */
+            exceedRatio: number | null;
+            baseline: components["schemas"]["SearchSide"];
+            candidate: components["schemas"]["SearchSide"];
+            /** @description (candidate rate − baseline rate) / baseline rate × 100; null when a side has no rate. */
+            changePercent: number | null;
+            /** @enum {string} */
+            verdict: "better" | "worse" | "no significant change" | "not comparable";
+            /** @description The line the table prints: both brackets and rates, the change and the verdict. */
+            judged: string;
+            /** @description Why `not comparable`, or what limits the verdict (a side with no upper bound); null otherwise. */
+            reason: string | null;
+        };
+        /** @description One side's rates per flow (datagrams/s), as its search report gives them; null when that job has no rate at the point and goal. */
+        SearchSide: null | {
+            /** @enum {string} */
+            algorithm: "binary" | "mlrsearch";
+            /** @description The Relevant Lower Bound (MLRsearch), the rate found (binary: the highest that passed). */
+            lower: number | null;
+            /** @description The Relevant Upper Bound (MLRsearch), the lowest rate that failed (binary); null when none did. */
+            upper: number | null;
+            /** @description The figure compared: the Conditional Throughput (MLRsearch), the rate found (binary). */
+            rate: number | null;
         };
         /** @enum {string} */
         MetricName: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds" | "rttP90Seconds" | "rttP99Seconds" | "idleRttP50Seconds" | "idleRttP99Seconds" | "udpLossRatio" | "jitterSeconds" | "retransmits" | "cpuSecondsPerGigabit" | "probeLossRatio" | "ipdvP99Seconds" | "forwardDelayP99Seconds" | "returnDelayP99Seconds";

@@ -13,7 +13,10 @@ const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}â
 function specText(job: Job): string {
   const s = job.spec;
   const n = flowsOf(job).length;
-  return `${s.engine} ${s.protocol} ${s.test}, ${n} flow${n > 1 ? 's' : ''}${s.group ? ` (a ${s.group.shape} group)` : ''}, ${s.duration} s per run`;
+  // An MLRsearch's trials each last their own duration: the runs' range, as they were made.
+  const seconds = (job.runs ?? []).map((r) => r.duration ?? s.duration);
+  const [shortest, longest] = seconds.length ? [Math.min(...seconds), Math.max(...seconds)] : [s.duration, s.duration];
+  return `${s.engine} ${s.protocol} ${s.test}, ${n} flow${n > 1 ? 's' : ''}${s.group ? ` (a ${s.group.shape} group)` : ''}, ${shortest === longest ? shortest : `${shortest}â€“${longest}`} s per run`;
 }
 
 function downloadButton(label: string, path: string, filename: string, accept: string, fail: (e: unknown) => void): HTMLButtonElement {

@@ -59,6 +59,23 @@ export interface Campaign {
   jobEnd(spec: JobSpec, finished: Iterable<Run>): Pick<Job, 'pairs'>;
   /** A search's results as each link's latest (/metrics), once its job succeeded; absent for a campaign that is no search. */
   searchLinks?(job: Job, finished: Run[]): SearchLink[];
+  /** A search's rates per point and loss goal, as a comparison of two searches reads them (Comparison.searches); absent for a campaign that is no search. */
+  searchRates?(job: Job, finished: Run[]): SearchRate[];
+}
+
+/** What one search found at one point for one loss goal, per flow in datagrams/s (Comparison.searches' sides). */
+export interface SearchRate {
+  point: SweepPoint;
+  algorithm: 'binary' | 'mlrsearch';
+  lossRatio: number;
+  /** An MLRsearch goal's exceed ratio; null for a binary search. */
+  exceedRatio: number | null;
+  /** The relevant lower bound, or the binary search's rate found. */
+  lower: number | null;
+  /** The relevant upper bound, or the binary search's lowest failed rate; null when none failed. */
+  upper: number | null;
+  /** What is compared: the conditional throughput, or the rate found. */
+  rate: number | null;
 }
 
 /** Every run must succeed: the job fails with the first failed run's reason (its code when all failed). */
@@ -95,6 +112,8 @@ export interface SearchValues {
   packetsPerSecond: number;
   bitsPerSecond: number;
   wireBitsPerSecond: number;
+  /** An MLRsearch goal's conditional throughput per flow (datagrams/s); absent for a binary search, which has none. */
+  conditionalPacketsPerSecond?: number;
   endedAt: number;
 }
 

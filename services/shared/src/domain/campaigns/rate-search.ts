@@ -329,16 +329,17 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
  * A rate found at a point as each of its links' latest search result: per direction of each
  * pair (a leg's sender is `src`), labelled by what the rate met. `rate` null: nothing found, no series.
  */
-export function pointSearchLinks(job: Job, point: SweepPoint, what: Pick<SearchLabels, 'algorithm' | 'target' | 'loss_ratio' | 'packet_size'>, rate: Omit<SearchValues, 'endedAt'> | null): SearchLink[] {
+export function pointSearchLinks(job: Job, point: SweepPoint, what: Pick<SearchLabels, 'algorithm' | 'target' | 'loss_ratio' | 'packet_size'>, rate: Omit<SearchValues, 'endedAt' | 'conditionalPacketsPerSecond'> | null, conditional?: { packetsPerSecond: number } | null): SearchLink[] {
   if (!rate) return [];
   const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
   const { packetsPerSecond, bitsPerSecond, wireBitsPerSecond } = rate;
+  const conditionalPacketsPerSecond = conditional?.packetsPerSecond;
   return legsOf(job.spec, point).map((leg) => ({
     labels: {
       src_agent: leg.sender.agent, src_interface: leg.sender.interface, dst_agent: leg.receiver.agent, dst_interface: leg.receiver.interface,
       engine: job.spec.engine, ...what, schedule: job.spec.labels?.schedule ?? '',
     },
-    values: { packetsPerSecond, bitsPerSecond, wireBitsPerSecond, endedAt },
+    values: { packetsPerSecond, bitsPerSecond, wireBitsPerSecond, ...(conditionalPacketsPerSecond === undefined ? {} : { conditionalPacketsPerSecond }), endedAt },
   }));
 }
 
@@ -359,4 +360,9 @@ export const rateSearch: Campaign = {
   // The rate found at each point; a point that found nothing leaves no series.
   searchLinks: (job, finished) => searchResults(job.spec, finished).flatMap((result) =>
     pointSearchLinks(job, result.point, { algorithm: 'binary', target: result.target, loss_ratio: String(result.allowedLossRatio), packet_size: String(result.packetSize) }, result.found)),
+  // Its bracket: the rate found (the highest that passed) below the lowest that failed.
+  searchRates: (job, finished) => searchResults(job.spec, finished).map((result) => ({
+    point: result.point, algorithm: 'binary', lossRatio: result.allowedLossRatio, exceedRatio: null,
+    lower: result.found?.packetsPerSecond ?? null, upper: result.bracket.high, rate: result.found?.packetsPerSecond ?? null,
+  })),
 };
