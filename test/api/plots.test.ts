@@ -13,6 +13,7 @@ import { renderSvg } from '../../services/api/src/render-svg.js';
 import { axisTitles, chartTitle, markItems, markPositions, parseSvg, texts } from '../helpers/svg.js';
 import { compareJobs } from '@niclab/shared/domain/compare';
 import { buildReport } from '@niclab/shared/domain/report';
+import { drive } from '../helpers/search-path.js';
 
 type ReportPoint = Report['points'][number];
 type Leg = ReportPoint['flows'][number];
@@ -141,6 +142,30 @@ test('a rate search: loss against offered rate in kpps, a symbol per trial, a li
   ]);
   assert.equal(markItems(svg, 'lines', 'line').length, 2);
   assert.match(chartTitle(svg).subtitle, /NDR 100\.0 kpps, NDR 60\.0 kpps/);
+});
+
+test('an MLRsearch: loss against offered rate, a symbol per trial sized by its duration, each goal\'s relevant bounds as rules, its conditional throughput in the subtitle', async () => {
+  // Driven to its end on a path that loses nothing up to 40,000/s and 1% per 2,000 above: the report is the search's own.
+  const spec = { engine: 'builtin', test: 'stream', protocol: 'udp', duration: 4, interval: 1, direction: 'forward', repeat: 1, retries: 0, flows: [{ from: A, to: B }], udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 100_000 } } } as unknown as JobSpec;
+  const job = { ...jobOf('mlr-job', spec), spec };
+  const { runs } = drive(spec, (offered) => ({ lossRatio: Math.max(0, (offered - 40_000) / 200_000) }));
+  const r = buildReport(job, runs);
+  assert.equal(reportChartKind(r), 'mlrsearch');
+  const [result] = r.mlrSearches!;
+  const svg = await draw(reportChart(job, runs, r));
+  assert.deepEqual(axisTitles(svg).slice(0, 2), ['offered rate per flow (kpps)', 'loss (%)']);
+  const trials = markItems(svg, 'trials', 'symbol');
+  const key = (offered: number, loss: number, seconds: number) => `${offered.toFixed(3)} ${loss.toFixed(3)} ${seconds}`;
+  assert.deepEqual(trials.map((t) => key(num(t['offered rate per flow (kpps)']), num(t['loss (%)']), num(t['trial duration (s)']))).sort(),
+    result!.trials.map((t) => key(t.packetsPerSecond / 1000, t.lossRatio * 100, t.duration)).sort(), 'a symbol per trial, at its load, loss and duration');
+  assert.ok(trials.some((t) => t.trial === 'warm-up (not counted)') && trials.some((t) => t.trial === 'counted'));
+  const bounds = markItems(svg, 'bounds', 'rule');
+  assert.deepEqual(bounds.map((b) => `${b.bound} ${num(b['offered rate per flow (kpps)']).toFixed(3)}`).sort(), result!.goals.flatMap((g) => [
+    `${g.goal.lossRatio === 0 ? 'NDR' : 'PDR 0.5%'} lower ${(g.relevantLowerBound!.packetsPerSecond / 1000).toFixed(3)}`,
+    `${g.goal.lossRatio === 0 ? 'NDR' : 'PDR 0.5%'} upper ${(g.relevantUpperBound!.packetsPerSecond / 1000).toFixed(3)}`,
+  ]).sort());
+  const ndr = result!.goals[0]!.conditionalThroughput!.packetsPerSecond / 1000;
+  assert.ok(chartTitle(svg).subtitle.includes(`NDR ${ndr.toFixed(3)} kpps`), chartTitle(svg).subtitle);
 });
 
 test('a fan-in: a bar per flow with its interval', async () => {

@@ -17,7 +17,7 @@ import { cellLimit } from './matrix-report.js';
 export type ChartSpec = Record<string, unknown>;
 
 /** Which figure a report gets: the shape of the job decides, not its name. */
-export type ReportChartKind = 'sweep' | 'search' | 'fan-in' | 'time-series' | 'matrix';
+export type ReportChartKind = 'sweep' | 'search' | 'mlrsearch' | 'fan-in' | 'time-series' | 'matrix';
 
 type ReportPoint = Report['points'][number];
 type LegFigures = ReportPoint['flows'][number];
@@ -101,6 +101,7 @@ const intervalLayer = (x: Record<string, unknown>, yTitle: string, extra: Record
 /** The figure a report gets from its shape. */
 export function reportChartKind(report: Report): ReportChartKind {
   if (report.searches) return 'search';
+  if (report.mlrSearches) return 'mlrsearch';
   if (report.matrix) return 'matrix';
   if (report.points.length > 1) return 'sweep';
   const [only] = report.points;
@@ -110,13 +111,14 @@ export function reportChartKind(report: Report): ReportChartKind {
 /**
  * The report's figure: a sweep is throughput (with its interval) against the last swept field,
  * a line per flow and per value of the other fields; a rate search is loss against offered
- * rate; one point of several runs is a bar per flow (a fan-in's bars should be equal);
+ * rate, an MLRsearch's with each goal's relevant bounds; one point of several runs is a bar per flow (a fan-in's bars should be equal);
  * a single run is its intervals over time, a line per flow. `runs` are the job's runs
  * (the time series reads their intervals).
  */
 export function reportChart(job: Job, runs: Run[], report: Report): ChartSpec {
   switch (reportChartKind(report)) {
     case 'search': return searchChart(job, report);
+    case 'mlrsearch': return mlrSearchChart(job, report);
     case 'time-series': return timeSeriesChart(job, runs, report);
     case 'fan-in': return fanInChart(job, report);
     case 'sweep': return sweepChart(job, report);
@@ -229,6 +231,40 @@ function searchChart(job: Job, report: Report): ChartSpec {
     layer: [
       { name: 'lines', mark: { type: 'line' }, encoding: { x, y, color: nominal('series', null), order: { field: 'offered' } } },
       { name: 'trials', mark: { type: 'point', filled: true, size: 60 }, encoding: { x, y, color: nominal('series', null), shape: nominal('verdict', 'trial') } },
+    ],
+  };
+}
+
+const goalName = (lossRatio: number) => (lossRatio === 0 ? 'NDR' : `PDR ${+(lossRatio * 100).toFixed(3)}%`);
+
+/**
+ * An MLRsearch: each trial's loss against its offered rate (its symbol's size its duration, its
+ * colour what it was: warm-up, a trial counted, or void, niclab's limit), a line per datagram
+ * size or point, and each goal's relevant lower (solid) and upper (dashed) bound as a rule.
+ */
+function mlrSearchChart(job: Job, report: Report): ChartSpec {
+  const searches = report.mlrSearches ?? [];
+  const several = searches.length > 1;
+  const seriesOf = (s: (typeof searches)[number]) => (several ? pointLabel(basePoint(s.point)) : `${s.packetSize} B datagrams`);
+  const rows = searches.flatMap((s) => s.trials.map((t) => ({
+    offered: t.packetsPerSecond / 1000, loss: t.lossRatio * 100, seconds: t.duration,
+    trial: t.void.length ? "void (niclab's limit)" : t.purpose === 'warmup' ? 'warm-up (not counted)' : 'counted',
+    series: seriesOf(s),
+  })));
+  const bounds = searches.flatMap((s) => s.goals.flatMap((g) => ([['lower', g.relevantLowerBound], ['upper', g.relevantUpperBound]] as const).flatMap(([bound, rate]) =>
+    rate ? [{ offered: rate.packetsPerSecond / 1000, bound: `${goalName(g.goal.lossRatio)} ${bound}`, goal: `${several ? `${seriesOf(s)}: ` : ''}${goalName(g.goal.lossRatio)}`, kind: bound }] : [])));
+  const x = quantitative('offered', 'offered rate per flow (kpps)');
+  const y = quantitative('loss', 'loss (%)');
+  const found = searches.flatMap((s) => s.goals.map((g) => `${goalName(g.goal.lossRatio)} ${g.conditionalThroughput ? `${(g.conditionalThroughput.packetsPerSecond / 1000).toFixed(3)} kpps` : 'none'}${g.regular ? '' : ` (${g.irregular})`}`)).join(', ');
+  const spent = searches.map((s) => `${s.trials.length} trials, ${s.trialSeconds} trial-s`).join('; ');
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: { ...title('MLRsearch: loss against offered rate, each goal\'s relevant bounds', job), subtitle: `engine ${job.spec.engine}; conditional throughput ${found || 'none'}; ${spent}; job ${job.id}` },
+    layer: [
+      { name: 'lines', data: { values: rows }, mark: { type: 'line', opacity: 0.4 }, encoding: { x, y, color: nominal('series', null), order: { field: 'offered' } } },
+      { name: 'trials', data: { values: rows }, mark: { type: 'point', filled: true }, encoding: { x, y, shape: nominal('trial', 'trial'), size: quantitative('seconds', 'trial duration (s)'), color: nominal('series', null) } },
+      { name: 'bounds', data: { values: bounds }, mark: { type: 'rule' }, encoding: { x, strokeDash: nominal('kind', 'lower or upper'), color: nominal('goal', null), tooltip: [{ field: 'bound', title: 'bound' }, { field: 'offered', title: 'offered rate per flow (kpps)' }] } },
     ],
   };
 }
