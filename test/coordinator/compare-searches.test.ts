@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareJobs, comparisonTable } from '@niclab/shared/domain/compare';
+import { compareJobs, comparisonTable, searchVerdict } from '@niclab/shared/domain/compare';
 import type { Job, JobSpec, Run } from '@niclab/shared/domain/contract';
 import { drive, type Path } from '../helpers/search-path.js';
 
@@ -81,10 +81,52 @@ test('a side whose max carried (no upper bound): a slower path is worse than it 
   assert.equal(ndr!.reason, 'the baseline found no upper bound (its max carried), so the candidate cannot be shown better');
   // From the slower path up to the capped one: the capped lower bound is above the slower upper one.
   assert.equal(compare(slower, capped).searches[0]!.verdict, 'better');
-  // Capped at 30,000 against a path whose NDR is 30,000 too: the candidate cannot be above a bound the baseline never found.
+  // Against a faster path, uncapped (its NDR 44,000): it met the goal far above the capped max,
+  // but nothing is known of the capped path above 30,000, so it cannot be shown better (+46%).
+  const faster = searched('faster', mlr(), knee(44_000));
+  const [up] = compare(capped, faster).searches;
+  assert.ok(up!.changePercent! > 40, up!.judged);
+  assert.deepEqual([up!.verdict, up!.reason], ['no significant change', 'the baseline found no upper bound (its max carried), so the candidate cannot be shown better'], up!.judged);
+  // And the other way round: a capped candidate, whose rate is 32% lower, cannot be shown worse.
+  const [down] = compare(faster, capped).searches;
+  assert.ok(down!.changePercent! < -30, down!.judged);
+  assert.deepEqual([down!.verdict, down!.reason], ['no significant change', 'the candidate found no upper bound (its max carried), so it cannot be shown worse'], down!.judged);
+  // Both capped at 30,000 (paths of 40,000 and 35,000): both reasons, and no verdict either way.
   const [both] = compare(capped, searched('capped2', mlr({ max: { packetsPerSecond: 30_000 } }), knee(35_000))).searches;
   assert.equal(both!.verdict, 'no significant change', both!.judged);
   assert.match(both!.reason!, /baseline found no upper bound .*; the candidate found no upper bound \(its max carried\), so it cannot be shown worse$/);
+});
+
+test('the verdict needs both the brackets apart and the rate moved the same way by minChangePercent: a candidate above the baseline\'s bracket but forwarding less is no better', () => {
+  const at = (lower: number, upper: number | null, rate: number) => ({ point: {}, algorithm: 'mlrsearch' as const, lossRatio: 0.2, exceedRatio: 0.5, lower, upper, rate });
+  // Met a 20% goal at 1,010, above the baseline's failed 1,005, but lost 19% there: forwarded 818 against 1,000.
+  assert.equal(searchVerdict(at(1000, 1005, 1000), at(1010, 1020, 818), 1), 'no significant change');
+  assert.equal(searchVerdict(at(1000, 1005, 1000), at(1010, 1020, 1010), 1), 'better');
+  // At the very load where the baseline failed, the candidate passed: that is above.
+  assert.equal(searchVerdict(at(1000, 1005, 1000), at(1005, 1020, 1015), 1), 'better');
+  assert.equal(searchVerdict(at(1000, 1005, 1000), at(1005, 1020, 1005), 1), 'no significant change', 'within minChangePercent');
+  // Failed at or below where the baseline passed, and forwarding less: worse; forwarding more (less loss at its lower bound): not worse.
+  assert.equal(searchVerdict(at(1000, 1005, 1000), at(900, 1000, 890), 1), 'worse');
+  assert.equal(searchVerdict(at(1000, 1005, 800), at(900, 1000, 890), 1), 'no significant change');
+});
+
+test('a binary PDR against an MLRsearch PDR on the same path compare equal: both rates are forwarded ones', () => {
+  const b = searched('bin-pdr', binary({ target: 'pdr', lossRatio: 0.005 }), knee(40_000));
+  const m = searched('mlr-pdr', mlr({ goals: [{ lossRatio: 0.005 }] }), knee(40_000));
+  const [pdr] = compare(b, m).searches;
+  // The PDR 0.5% at 41,000 offered forwards 41,000 × 0.995 = 40,795; each within its width below.
+  assert.ok(pdr!.baseline!.rate! < pdr!.baseline!.lower!, `the binary side's rate is forwarded: ${pdr!.judged}`);
+  for (const side of [pdr!.baseline!, pdr!.candidate!]) assert.ok(side.rate! <= 40_795 && side.rate! >= 40_795 * 0.99, pdr!.judged);
+  assert.ok(Math.abs(pdr!.changePercent!) < 1, pdr!.judged);
+  assert.equal(pdr!.verdict, 'no significant change', pdr!.judged);
+});
+
+test('a binary NDR against an MLRsearch with two NDR goals: a row for each, whichever is the baseline', () => {
+  const b = searched('bin', binary(), knee(40_000));
+  const m = searched('mlr2', mlr({ goals: [{ lossRatio: 0, exceedRatio: 0.5 }, { lossRatio: 0, exceedRatio: 0 }] }), knee(40_000));
+  const rows = (x: typeof b, y: typeof b) => compare(x, y).searches.map((s) => [s.lossRatio, s.exceedRatio, s.verdict]);
+  assert.deepEqual(rows(b, m), [[0, null, 'no significant change'], [0, null, 'no significant change']]);
+  assert.deepEqual(rows(m, b), rows(b, m));
 });
 
 test('a search against a job that is no search: not comparable, saying which; two jobs that are no search: no search comparison', () => {

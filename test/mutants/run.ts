@@ -102,7 +102,7 @@ function apply(work: string, mutant: Mutant): () => void {
 }
 
 /** Why a selection that ran no test judges nothing: a pattern that names no test passes with or without the bug. */
-const noTestRan = (m: Mutant) => `no test ran: the pattern /${m.pattern}/ matches no test in ${m.tests.join(' ')}`;
+const noTestRan = (m: Mutant) => `no test ran in ${m.tests.join(' ')}: ${m.pattern ? `the pattern /${m.pattern}/ matches none, or ` : ''}every test was skipped`;
 const selection = (m: Mutant) => `${m.tests.join(' ')}${m.pattern ? ` /${m.pattern}/` : ''}`;
 
 async function main(): Promise<number> {

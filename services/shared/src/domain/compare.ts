@@ -132,28 +132,45 @@ const sideOf = (r: SearchRate | undefined): SearchComparison['baseline'] => (r ?
 const bracketText = (r: SearchRate | undefined) => (r ? `${r.algorithm} [${r.lower ?? '-'}, ${r.upper ?? '-'}] ${r.rate === null ? '-' : r.rate.toFixed(1)}` : 'no search');
 
 /**
+ * Two rates of one goal, each with its lower bound: better when the candidate met the goal at
+ * or above the load where the baseline failed it and its rate is at least `minChangePercent`
+ * higher; worse when it failed the goal at or below where the baseline met it and its rate is
+ * that much lower. A missing upper bound (max carried) is no load where the goal failed.
+ */
+export function searchVerdict(b: SearchRate, c: SearchRate, minChangePercent: number): 'better' | 'worse' | 'no significant change' {
+  const change = b.rate && c.rate !== null ? ((c.rate - b.rate) / b.rate) * 100 : 0;
+  const above = b.upper !== null && c.lower !== null && c.lower >= b.upper;
+  const below = c.upper !== null && b.lower !== null && c.upper <= b.lower;
+  return above && change >= minChangePercent ? 'better' : below && change <= -minChangePercent ? 'worse' : 'no significant change';
+}
+
+/**
  * Two searches' rates, point by point and goal by goal (matched by the point and the loss ratio,
  * and the exceed ratio when both have one), judged by their brackets: a search has one rate per
  * goal, not repeats, so the brackets are its uncertainty. Better when the candidate's lower
- * bound is above the baseline's upper one, worse when its upper bound is below the baseline's
- * lower one, either only by at least `minChangePercent` of the baseline's rate.
+ * bound is at or above the baseline's upper one (it met the goal where the baseline failed it)
+ * and its rate is at least `minChangePercent` higher; worse when its upper bound is at or below
+ * the baseline's lower one and its rate that much lower. The rates are forwarded rates on both
+ * sides (the conditional throughput; the binary search's rate found less its loss there), so a
+ * binary search and an MLRsearch of one path compare equal.
  */
 export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent: number): SearchComparison[] {
   const ratesOf = (job: Job, runs: Run[]) => campaignOf(job.spec).searchRates?.(job, runs.filter((r) => r.status === 'succeeded' || r.status === 'failed')) ?? null;
   const [base, cand] = [ratesOf(baseline, baseRuns), ratesOf(candidate, candRuns)];
   if (!base && !cand) return [];
   const same = (a: SearchRate, b: SearchRate) => pointKey(a.point) === pointKey(b.point) && a.lossRatio === b.lossRatio && (a.exceedRatio === null || b.exceedRatio === null || a.exceedRatio === b.exceedRatio);
-  const pairs: [SearchRate | undefined, SearchRate | undefined][] = (base ?? []).map((b) => [b, cand?.find((c) => same(b, c))]);
+  // Every matching pair, so that the result does not depend on which job is the baseline (a binary NDR against two MLRsearch NDR goals is two rows either way).
+  const pairs: [SearchRate | undefined, SearchRate | undefined][] = (base ?? []).flatMap((b): [SearchRate | undefined, SearchRate | undefined][] => {
+    const matched = (cand ?? []).filter((c) => same(b, c));
+    return matched.length ? matched.map((c) => [b, c]) : [[b, undefined]];
+  });
   for (const c of cand ?? []) if (!pairs.some(([, paired]) => paired === c)) pairs.push([undefined, c]);
   return pairs.map(([b, c]) => {
     const at = (b ?? c)!;
     const missing = !b ? `the baseline ${base ? 'has no such goal at this point' : 'is no search'}` : !c ? `the candidate ${cand ? 'has no such goal at this point' : 'is no search'}`
       : b.rate === null || b.lower === null ? 'the baseline found no rate here (no lower bound)' : c.rate === null || c.lower === null ? 'the candidate found no rate here (no lower bound)' : null;
     const changePercent = missing || !b!.rate ? null : ((c!.rate! - b!.rate) / b!.rate) * 100;
-    const large = changePercent !== null && Math.abs(changePercent) >= minChangePercent;
-    const above = !missing && b!.upper !== null && c!.lower! > b!.upper;
-    const below = !missing && c!.upper !== null && c!.upper < b!.lower!;
-    const verdict: SearchComparison['verdict'] = missing ? 'not comparable' : large && above ? 'better' : large && below ? 'worse' : 'no significant change';
+    const verdict: SearchComparison['verdict'] = missing ? 'not comparable' : searchVerdict(b!, c!, minChangePercent);
     // Nothing is known above a max that carried: the candidate cannot be shown above such a baseline, nor such a candidate below a baseline.
     const open = missing ? [] : [
       ...(b!.upper === null ? ['the baseline found no upper bound (its max carried), so the candidate cannot be shown better'] : []),
@@ -161,7 +178,8 @@ export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, 
     ];
     const change = changePercent === null ? '' : `, ${changePercent >= 0 ? '+' : ''}${changePercent.toFixed(2)}%`;
     return {
-      point: at.point, lossRatio: at.lossRatio, exceedRatio: b && c && b.exceedRatio !== null && c.exceedRatio !== null ? b.exceedRatio : null,
+      // A binary side has no exceed ratio: the pair's is the MLRsearch goal's only when both are; a side alone keeps its own.
+      point: at.point, lossRatio: at.lossRatio, exceedRatio: b && c ? (b.exceedRatio !== null && c.exceedRatio !== null ? b.exceedRatio : null) : at.exceedRatio,
       baseline: sideOf(b), candidate: sideOf(c), changePercent, verdict,
       judged: `loss ${at.lossRatio}: ${bracketText(b)} -> ${bracketText(c)} pps per flow${change}: ${verdict}`,
       reason: missing ?? (open.join('; ') || null),

@@ -264,7 +264,7 @@ function mlrSearchChart(job: Job, report: Report): ChartSpec {
     layer: [
       { name: 'lines', data: { values: rows }, mark: { type: 'line', opacity: 0.4 }, encoding: { x, y, color: nominal('series', null), order: { field: 'offered' } } },
       { name: 'trials', data: { values: rows }, mark: { type: 'point', filled: true }, encoding: { x, y, shape: nominal('trial', 'trial'), size: quantitative('seconds', 'trial duration (s)'), color: nominal('series', null) } },
-      { name: 'bounds', data: { values: bounds }, mark: { type: 'rule' }, encoding: { x, strokeDash: nominal('kind', 'lower or upper'), color: nominal('goal', null), tooltip: [{ field: 'bound', title: 'bound' }, { field: 'offered', title: 'offered rate per flow (kpps)' }] } },
+      { name: 'bounds', data: { values: bounds }, mark: { type: 'rule' }, encoding: { x, strokeDash: nominal('kind', 'lower or upper'), color: nominal('goal', null), tooltip: [nominal('bound', 'bound'), quantitative('offered', 'offered rate per flow (kpps)')] } },
     ],
   };
 }

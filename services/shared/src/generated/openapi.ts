@@ -1134,11 +1134,13 @@ export interface components {
         /**
          * @description One point and loss goal of two searches, compared by their bounds. A search gives one
          *     rate per goal, not repeated runs, so there is no t-test: the verdict reads the brackets.
-         *     `better` when the candidate's lower bound is above the baseline's upper bound (its
-         *     bracket lies wholly above) and the rates differ by at least `minChangePercent`; `worse`
-         *     when the candidate's upper bound is below the baseline's lower bound, by as much;
-         *     otherwise `no significant change`: the brackets overlap, so the change is within the
-         *     searches' own widths. Nothing is known above a max that carried (no upper bound): a
+         *     `better` when the candidate's lower bound is at or above the baseline's upper bound (it
+         *     met the goal at a load where the baseline failed it) and its rate is at least
+         *     `minChangePercent` higher; `worse` when the candidate's upper bound is at or below the
+         *     baseline's lower bound and its rate is that much lower; otherwise `no significant
+         *     change`: the brackets overlap, so the change is within the searches' own widths. The
+         *     rates are forwarded rates on both sides, so a binary search and an MLRsearch of the
+         *     same path compare equal. Nothing is known above a max that carried (no upper bound): a
          *     candidate cannot be shown better than such a baseline, nor such a candidate worse, and
          *     `reason` says so. `not comparable` when a
          *     side has no rate at this point and goal (no lower bound, no such goal, or no search).
@@ -1147,7 +1149,7 @@ export interface components {
             point: components["schemas"]["SweepPoint"];
             /** @description The goal's loss ratio: 0 for an NDR. */
             lossRatio: number;
-            /** @description The MLRsearch goal's exceed ratio, matched when both are MLRsearches; null when a side is a binary search (it has none). */
+            /** @description The MLRsearch goal's exceed ratio, matched when both are MLRsearches, and a lone side's own; null when a side is a binary search (it has none). A binary goal is matched with every MLRsearch goal of its loss ratio. */
             exceedRatio: number | null;
             baseline: components["schemas"]["SearchSide"];
             candidate: components["schemas"]["SearchSide"];
@@ -1168,7 +1170,7 @@ export interface components {
             lower: number | null;
             /** @description The Relevant Upper Bound (MLRsearch), the lowest rate that failed (binary); null when none did. */
             upper: number | null;
-            /** @description The figure compared: the Conditional Throughput (MLRsearch), the rate found (binary). */
+            /** @description The figure compared, a forwarded rate: the Conditional Throughput (MLRsearch); the rate found less the worst loss ratio of its passing trials there (binary). */
             rate: number | null;
         };
         /** @enum {string} */

@@ -74,7 +74,7 @@ export interface SearchRate {
   lower: number | null;
   /** The relevant upper bound, or the binary search's lowest failed rate; null when none failed. */
   upper: number | null;
-  /** What is compared: the conditional throughput, or the rate found. */
+  /** What is compared, a forwarded rate: the conditional throughput, or the rate found less the worst loss of its trials there. */
   rate: number | null;
 }
 

@@ -360,9 +360,12 @@ export const rateSearch: Campaign = {
   // The rate found at each point; a point that found nothing leaves no series.
   searchLinks: (job, finished) => searchResults(job.spec, finished).flatMap((result) =>
     pointSearchLinks(job, result.point, { algorithm: 'binary', target: result.target, loss_ratio: String(result.allowedLossRatio), packet_size: String(result.packetSize) }, result.found)),
-  // Its bracket: the rate found (the highest that passed) below the lowest that failed.
-  searchRates: (job, finished) => searchResults(job.spec, finished).map((result) => ({
-    point: result.point, algorithm: 'binary', lossRatio: result.allowedLossRatio, exceedRatio: null,
-    lower: result.found?.packetsPerSecond ?? null, upper: result.bracket.high, rate: result.found?.packetsPerSecond ?? null,
-  })),
+  // Its bracket: the rate found (the highest that passed) below the lowest that failed; the
+  // rate compared is what it forwarded there, as an MLRsearch's conditional throughput is: the
+  // rate found less the worst loss of its trials at that rate.
+  searchRates: (job, finished) => searchResults(job.spec, finished).map((result) => {
+    const found = result.found?.packetsPerSecond ?? null;
+    const lossThere = Math.max(0, ...result.trials.filter((t) => t.packetsPerSecond === found && t.passed).map((t) => t.lossRatio));
+    return { point: result.point, algorithm: 'binary', lossRatio: result.allowedLossRatio, exceedRatio: null, lower: found, upper: result.bracket.high, rate: found === null ? null : found * (1 - lossThere) };
+  }),
 };
