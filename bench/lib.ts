@@ -83,4 +83,4 @@ export async function writeResult(name: string, figures: Record<string, unknown>
   return file;
 }
 
-export { bareIperf3 } from '../test/helpers/lab.js';
+export { bareIperf3, bareIperf3Udp } from '../test/helpers/lab.js';

@@ -4,8 +4,18 @@
  * its wall time against trials × trial duration (the rest is the per-trial overhead of
  * leases, engine start and the coordinator's hops). Bare iperf3 -u at 1% steps around the
  * builtin's PDR is the reference in the same run.
+ *
+ * Then small datagrams (issue 28): the NDR of 64-byte datagrams on an unshaped lab link, found
+ * by the same binary search (1 s trials, 2% resolution) with the builtin engine and with the
+ * iperf3 engine (iperf3 -u -l 64, run by niclab), alternating BENCH_SMALL_PAIRS times: is the
+ * builtin's highest loss-free rate at least iperf3's? Nothing limits the link, so each rate is
+ * its engine's own limit: a trial fails when the sender falls short of the rate or anything is
+ * lost. (An MLRsearch would call a sender short of its load void, niclab's limit, and find no
+ * rate above it: the binary search is the one that measures the engine.)
  */
-import { bareIperf3, flow, round, startLab, writeResult } from './lib.js';
+import { bareIperf3, flow, ratioSummary, round, startLab, writeResult } from './lib.js';
+
+let searched: Record<string, unknown> = {};
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const SIZE = 1000;
@@ -48,7 +58,36 @@ try {
     bare.push({ step, pps, lossRatio: round(lost / Math.max(1, sent), 6) });
     console.log(`bare iperf3 ${step >= 0 ? '+' : ''}${step}%: ${pps} pps, loss ${round(lost / Math.max(1, sent), 6)}`);
   }
-  console.log(`written ${await writeResult('search', { seconds: SECONDS, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), searches: rows, bareIperf3AroundBuiltinPdr: bare })}`);
+  searched = { seconds: SECONDS, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), searches: rows, bareIperf3AroundBuiltinPdr: bare };
+  // Written now as well, so a failure in the small-datagram part below keeps these figures.
+  console.log(`written ${await writeResult('search', searched)}`);
 } finally {
   await lab.close();
+}
+
+const SMALL_PAIRS = Number(process.env.BENCH_SMALL_PAIRS ?? 3);
+const small = await startLab(2, 'none');
+try {
+  const ndr = async (engine: string) => {
+    const job = await small.client.succeed({
+      engine, protocol: 'udp', duration: 1, socketBuffer: 4194304, udp: { packetSize: 64, rate: { packetsPerSecond: 1000 } },
+      search: { algorithm: 'binary', target: 'ndr', min: { packetsPerSecond: 10_000 }, max: { packetsPerSecond: 1_000_000 }, resolutionPercent: 2, confirmations: 1 },
+      flows: [flow('A', 'B')],
+    }, 1_200_000);
+    const { body: report } = await small.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+    const r = report.searches[0];
+    const row = { engine, stoppedBy: r.stoppedBy, limitedBy: r.limitedBy, lower: r.found?.packetsPerSecond ?? null, upper: r.bracket.high, trials: r.trials.length };
+    console.log(`64 B NDR ${JSON.stringify(row)}`);
+    return row;
+  };
+  const pairs = [];
+  for (let i = 0; i < SMALL_PAIRS; i++) {
+    const builtin = await ndr('builtin');
+    const iperf3 = await ndr('iperf3');
+    pairs.push({ builtin, iperf3, ratio: builtin.lower && iperf3.lower ? round(builtin.lower / iperf3.lower, 3) : null });
+  }
+  const ratios = pairs.map((p) => p.ratio).filter((r): r is number => r !== null);
+  console.log(`written ${await writeResult('search', { ...searched, small: { packetSize: 64, pairs, builtinOverIperf3: ratios.length ? ratioSummary(ratios) : null } })}`);
+} finally {
+  await small.close();
 }

@@ -1,0 +1,113 @@
+/**
+ * MLRsearch against two binary searches on one 20 Mbit/s tbf link (1000-byte datagrams), the
+ * builtin engine, side by side in one run:
+ * - cost: NDR and PDR 0.5% from one MLRsearch job against a binary NDR and a binary PDR as
+ *   niclab runs them by default (one confirmation: a rate that passes is tried twice), at the
+ *   same trial length and width (final trials of BENCH_SECONDS, one full-length trial per
+ *   bound, width 1% as the binary search's resolution), in trial-seconds and wall seconds;
+ * - repeatability under noise: BENCH_REPEATS of each (the MLRsearch with two final trials per
+ *   bound and an exceed ratio of 50%, the binary PDR), while bare `iperf3 -u` bursts of 1 s at
+ *   4 Mbit/s go into the same shaper from the same host, each after a gap drawn from a seeded
+ *   schedule (uniform in BENCH_NOISE_GAP seconds, default 8-20: spikes a trial meets now and
+ *   then); each rate's coefficient of variation over the repeats.
+ */
+import { bareIperf3Udp, flow, round, startLab, writeResult } from './lib.js';
+import { seededRandom as seeded } from '../test/helpers/random.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
+const SEED = Number(process.env.BENCH_SEED ?? 2026);
+const [GAP_MIN, GAP_MAX] = (process.env.BENCH_NOISE_GAP ?? '8-20').split('-').map(Number) as [number, number];
+const SIZE = 1000;
+const SHAPER_PPS = 20e6 / ((SIZE + 42) * 8);
+const BOUNDS = { min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) } };
+
+const cv = (xs: number[]) => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, xs.length - 1));
+  return { mean: round(mean, 1), cv: round(sd / mean, 5), values: xs };
+};
+
+const lab = await startLab(2, 'A=none,B=20mbit');
+try {
+  const [A, B] = lab.lab.hosts;
+  const base = { engine: 'builtin', protocol: 'udp', duration: SECONDS, socketBuffer: 4194304, udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } }, flows: [flow('A', 'B')] };
+  const run = async (search: Record<string, unknown>) => {
+    const started = Date.now();
+    const job = await lab.client.succeed({ ...base, search: { ...BOUNDS, ...search } }, 1_800_000);
+    const wallSeconds = round((Date.now() - started) / 1000, 1);
+    const { body: report } = await lab.client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+    return { job: job.id as string, wallSeconds, report };
+  };
+  const binary = async (target: Record<string, unknown>) => {
+    const { job, wallSeconds, report } = await run({ algorithm: 'binary', resolutionPercent: 1, confirmations: 1, ...target });
+    const r = report.searches[0];
+    const row = { job, target: target.target, found: r.found?.packetsPerSecond ?? null, bracket: [r.bracket.low, r.bracket.high], trials: r.trials.length, trialSeconds: r.trials.length * SECONDS, wallSeconds };
+    console.log(`binary ${JSON.stringify(row)}`);
+    return row;
+  };
+  const mlr = async (durationSum: number) => {
+    const goal = { finalTrialDuration: SECONDS, durationSum, width: 0.01, exceedRatio: 0.5 };
+    const { job, wallSeconds, report } = await run({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }] });
+    const r = report.mlrSearches[0];
+    const row = {
+      job, state: r.state, trials: r.trials.length, trialSeconds: r.trialSeconds, wallSeconds, void: r.trials.filter((t: { void: unknown[] }) => t.void.length).length,
+      goals: r.goals.map((g: { goal: { lossRatio: number }; relevantLowerBound: { packetsPerSecond: number } | null; relevantUpperBound: { packetsPerSecond: number } | null; conditionalThroughput: { packetsPerSecond: number } | null }) => ({
+        lossRatio: g.goal.lossRatio, lower: g.relevantLowerBound?.packetsPerSecond ?? null, upper: g.relevantUpperBound?.packetsPerSecond ?? null, conditional: g.conditionalThroughput ? round(g.conditionalThroughput.packetsPerSecond, 1) : null,
+      })),
+    };
+    console.log(`mlrsearch ${JSON.stringify(row)}`);
+    return row;
+  };
+
+  // Cost, on the quiet link.
+  const quiet = { mlrsearch: await mlr(SECONDS), binaryNdr: await binary({ target: 'ndr' }), binaryPdr: await binary({ target: 'pdr', lossRatio: 0.005 }) };
+  const binaryTrialSeconds = quiet.binaryNdr.trialSeconds + quiet.binaryPdr.trialSeconds;
+  const cost = {
+    mlrTrialSeconds: quiet.mlrsearch.trialSeconds, binaryTrialSeconds, trialSecondsRatio: round(quiet.mlrsearch.trialSeconds / binaryTrialSeconds, 3),
+    mlrWallSeconds: quiet.mlrsearch.wallSeconds, binaryWallSeconds: round(quiet.binaryNdr.wallSeconds + quiet.binaryPdr.wallSeconds, 1),
+  };
+  console.log(`cost: ${JSON.stringify(cost)}`);
+
+  // Repeatability under a seeded noise schedule, running for the whole phase.
+  const random = seeded(SEED);
+  let noisy = true;
+  const bursts: { at: number; lost: number; sent: number }[] = [];
+  const burstErrors: string[] = [];
+  const phaseStarted = Date.now();
+  const noise = (async () => {
+    while (noisy) {
+      await new Promise((resolve) => setTimeout(resolve, (GAP_MIN + random() * (GAP_MAX - GAP_MIN)) * 1000));
+      if (!noisy) break;
+      // A burst that fails (its control connection crosses the shaper too) is counted, not fatal.
+      try {
+        const burst = await bareIperf3Udp(A!, B!, 1, { packetSize: SIZE, packetsPerSecond: 500 });
+        bursts.push({ at: round((Date.now() - phaseStarted) / 1000, 1), lost: burst.lost, sent: burst.sent });
+      } catch (error) {
+        burstErrors.push((error as Error).message.slice(0, 200));
+      }
+    }
+  })();
+  const mlrRuns: Awaited<ReturnType<typeof mlr>>[] = [];
+  const binaryRuns: Awaited<ReturnType<typeof binary>>[] = [];
+  try {
+    for (let i = 0; i < REPEATS; i++) {
+      mlrRuns.push(await mlr(2 * SECONDS));
+      binaryRuns.push(await binary({ target: 'pdr', lossRatio: 0.005 }));
+    }
+  } finally {
+    noisy = false;
+    await noise;
+  }
+  const goalValues = (index: number) => mlrRuns.map((r) => r.goals[index]!.conditional).filter((v): v is number => v !== null);
+  const repeatability = {
+    repeats: REPEATS, seed: SEED, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
+    mlrNdrConditional: cv(goalValues(0)), mlrPdrConditional: cv(goalValues(1)),
+    binaryPdrFound: cv(binaryRuns.map((r) => r.found).filter((v): v is number => v !== null)),
+    mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
+  };
+  console.log(`repeatability: ${JSON.stringify(repeatability)}`);
+  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, repeatability, bursts, mlrRuns, binaryRuns })}`);
+} finally {
+  await lab.close();
+}
