@@ -57,8 +57,8 @@ export const MUTANTS: Mutant[] = [
     id: 'search-compare-midpoints',
     what: "two searches are judged by their rates alone, not their brackets: a change within the searches' widths (overlapping brackets) is called better",
     file: 'services/shared/src/domain/compare.ts',
-    from: 'const above = !missing && b!.upper !== null && c!.lower! > b!.upper;',
-    to: 'const above = !missing && c!.rate! > b!.rate!;',
+    from: 'const above = b.upper !== null && c.lower !== null && c.lower >= b.upper;',
+    to: 'const above = c.rate !== null && b.rate !== null && c.rate > b.rate;',
     tests: ['test/coordinator/compare-searches.test.ts'],
   },
   {
