@@ -92,7 +92,9 @@ const HISTOGRAM_HELP: Record<HistogramName, string> = {
 };
 
 /** The fleet's families, in the order they are written. */
-const searchSamples = (s: Snapshot, value: (v: SearchValues) => number): Sample[] => s.searches.map(({ labels, values }) => ({ labels: { ...labels }, value: value(values) }));
+/** A sample per link's latest search that has the value (an MLRsearch's conditional throughput; a binary search has none). */
+const searchSamples = (s: Snapshot, value: (v: SearchValues) => number | undefined): Sample[] =>
+  s.searches.flatMap(({ labels, values }) => { const v = value(values); return v === undefined ? [] : [{ labels: { ...labels }, value: v }]; });
 
 export const FLEET_FAMILIES: Family[] = [
   // Rate searches (RFC 2544): the latest result per link, datagram size and target.
@@ -100,7 +102,7 @@ export const FLEET_FAMILIES: Family[] = [
   { name: 'niclab_search_rate_wire_bits_per_second', help: 'The same rate on an IPv4 Ethernet wire (payload + 66 bytes a datagram).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.wireBitsPerSecond) },
   {
     name: 'niclab_search_conditional_throughput_packets_per_second', help: "An MLRsearch goal's Conditional Throughput on the link (per flow: its relevant lower bound × (1 − the goal's exceed-ratio quantile of the trial loss ratios there)), by the same labels; a binary search has none.", type: 'gauge',
-    samples: (s) => s.searches.flatMap(({ labels, values }) => (values.conditionalPacketsPerSecond === undefined ? [] : [{ labels: { ...labels }, value: values.conditionalPacketsPerSecond }])),
+    samples: (s) => searchSamples(s, (v) => v.conditionalPacketsPerSecond),
   },
   { name: 'niclab_search_timestamp_seconds', help: 'When the search behind the rate ended (Unix time).', type: 'gauge', samples: (s) => searchSamples(s, (v) => v.endedAt) },
   // Outcomes and the queue.

@@ -129,6 +129,8 @@ function judge(m: RunMetric, t: Tested, adjusted: number | null, rules: { alpha:
 }
 
 const sideOf = (r: SearchRate | undefined): SearchComparison['baseline'] => (r ? { algorithm: r.algorithm, lower: r.lower, upper: r.upper, rate: r.rate } : null);
+/** The candidate's rate against the baseline's, in percent of it; null when either has none (or the baseline's is 0). */
+const rateChange = (b: SearchRate, c: SearchRate) => (b.rate && c.rate !== null ? ((c.rate - b.rate) / b.rate) * 100 : null);
 const bracketText = (r: SearchRate | undefined) => (r ? `${r.algorithm} [${r.lower ?? '-'}, ${r.upper ?? '-'}] ${r.rate === null ? '-' : r.rate.toFixed(1)}` : 'no search');
 
 /**
@@ -138,7 +140,7 @@ const bracketText = (r: SearchRate | undefined) => (r ? `${r.algorithm} [${r.low
  * that much lower. A missing upper bound (max carried) is no load where the goal failed.
  */
 export function searchVerdict(b: SearchRate, c: SearchRate, minChangePercent: number): 'better' | 'worse' | 'no significant change' {
-  const change = b.rate && c.rate !== null ? ((c.rate - b.rate) / b.rate) * 100 : 0;
+  const change = rateChange(b, c) ?? 0;
   const above = b.upper !== null && c.lower !== null && c.lower >= b.upper;
   const below = c.upper !== null && b.lower !== null && c.upper <= b.lower;
   return above && change >= minChangePercent ? 'better' : below && change <= -minChangePercent ? 'worse' : 'no significant change';
@@ -155,7 +157,8 @@ export function searchVerdict(b: SearchRate, c: SearchRate, minChangePercent: nu
  * binary search and an MLRsearch of one path compare equal.
  */
 export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent: number): SearchComparison[] {
-  const ratesOf = (job: Job, runs: Run[]) => campaignOf(job.spec).searchRates?.(job, runs.filter((r) => r.status === 'succeeded' || r.status === 'failed')) ?? null;
+  // Each campaign keeps its finished trials itself (trialsByPoint), as its report does.
+  const ratesOf = (job: Job, runs: Run[]) => campaignOf(job.spec).searchRates?.(job, runs) ?? null;
   const [base, cand] = [ratesOf(baseline, baseRuns), ratesOf(candidate, candRuns)];
   if (!base && !cand) return [];
   const same = (a: SearchRate, b: SearchRate) => pointKey(a.point) === pointKey(b.point) && a.lossRatio === b.lossRatio && (a.exceedRatio === null || b.exceedRatio === null || a.exceedRatio === b.exceedRatio);
@@ -169,7 +172,7 @@ export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, 
     const at = (b ?? c)!;
     const missing = !b ? `the baseline ${base ? 'has no such goal at this point' : 'is no search'}` : !c ? `the candidate ${cand ? 'has no such goal at this point' : 'is no search'}`
       : b.rate === null || b.lower === null ? 'the baseline found no rate here (no lower bound)' : c.rate === null || c.lower === null ? 'the candidate found no rate here (no lower bound)' : null;
-    const changePercent = missing || !b!.rate ? null : ((c!.rate! - b!.rate) / b!.rate) * 100;
+    const changePercent = missing ? null : rateChange(b!, c!);
     const verdict: SearchComparison['verdict'] = missing ? 'not comparable' : searchVerdict(b!, c!, minChangePercent);
     // Nothing is known above a max that carried: the candidate cannot be shown above such a baseline, nor such a candidate below a baseline.
     const open = missing ? [] : [

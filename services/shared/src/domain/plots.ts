@@ -209,6 +209,9 @@ function sweepChart(job: Job, report: Report): ChartSpec {
   };
 }
 
+/** A search's series: its sweep point when the job searched several, else its datagram size. */
+const searchSeries = (several: boolean, s: { point: SweepPoint; packetSize: number }) => (several ? pointLabel(basePoint(s.point)) : `${s.packetSize} B datagrams`);
+
 function searchChart(job: Job, report: Report): ChartSpec {
   const searches = report.searches ?? [];
   const several = searches.length > 1;
@@ -217,7 +220,7 @@ function searchChart(job: Job, report: Report): ChartSpec {
       offered: t.packetsPerSecond / 1000,
       loss: t.lossRatio * 100,
       verdict: t.passed ? 'pass' : `fail (${t.failedBy})`,
-      series: several ? pointLabel(basePoint(s.point)) : `${s.packetSize} B datagrams`,
+      series: searchSeries(several, s),
     })),
   );
   const x = quantitative('offered', 'offered rate per flow (kpps)');
@@ -245,7 +248,7 @@ const goalName = (lossRatio: number) => (lossRatio === 0 ? 'NDR' : `PDR ${+(loss
 function mlrSearchChart(job: Job, report: Report): ChartSpec {
   const searches = report.mlrSearches ?? [];
   const several = searches.length > 1;
-  const seriesOf = (s: (typeof searches)[number]) => (several ? pointLabel(basePoint(s.point)) : `${s.packetSize} B datagrams`);
+  const seriesOf = (s: (typeof searches)[number]) => searchSeries(several, s);
   const rows = searches.flatMap((s) => s.trials.map((t) => ({
     offered: t.packetsPerSecond / 1000, loss: t.lossRatio * 100, seconds: t.duration,
     trial: t.void.length ? "void (niclab's limit)" : t.purpose === 'warmup' ? 'warm-up (not counted)' : 'counted',
