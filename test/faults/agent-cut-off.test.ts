@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/stores/keys';
 import { ApiClient } from '../helpers/api-client.js';
-import { childPids, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
+import { childPids, enginesOf, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -51,7 +51,8 @@ test('an agent cut off from Redis longer than its task lock: the run fails agent
   const submitted = await client.submit({ engine: 'builtin', duration: 3, flows: [{ from: { agent: 'cs', interface: 'lo' }, to: { agent: 'cr', interface: 'lo' } }] });
   assert.equal(submitted.status, 202);
   const id = submitted.body.id;
-  await waitFor('both engines to run', () => childPids(processes[1]!.pid).length > 0 && childPids(receiver.pid).length > 0, 20_000, 50);
+  // Under a crushed CI machine (its before hook took 20 s once) the engines may start late; when they do not, the error says what the job did instead.
+  await enginesOf([processes[1]!.pid, receiver.pid], 45_000, () => client.explain(id, { api: processes[0]!, cs: processes[1]!, cr: receiver }));
   const cutAt = Date.now();
   proxy.cut();
 

@@ -43,7 +43,7 @@ for (const engine of ['builtin', 'iperf3'] as const) {
       assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
       const id = submitted.body.id as string;
       // Both ends' engines are running once each agent has a child process.
-      const engines = await enginesOf([sender.pid, receiver.pid]);
+      const engines = await enginesOf([sender.pid, receiver.pid], 20_000, () => niclab.client.explain(id, { sender, receiver }));
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const [running] = (await niclab.client.call('listRuns', 'GET', `/v1/jobs/${id}/runs`)).body.items;
       assert.equal(running?.status, 'running', JSON.stringify(running));

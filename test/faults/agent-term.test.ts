@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { childPids, isAlive, waitFor } from '../helpers/processes.js';
+import { childPids, enginesOf, isAlive, waitFor } from '../helpers/processes.js';
 
 /**
  * The default setup allowance (10 s), not the helper's 3 s: receivers get half of it to start,
@@ -31,10 +31,9 @@ test('SIGTERM to an agent mid-run: it cancels its run, ends its engines and dere
   const receiver = niclab.agents[1]!;
   const submitted = await niclab.client.submit({ engine: 'builtin', duration: 60, flows: [{ from: { agent: 'ts', interface: 'lo' }, to: { agent: 'tr', interface: 'lo' } }] });
   assert.equal(submitted.status, 202);
-  const engines = await waitFor('both engines to run', () => {
-    const pids = childPids(receiver.pid);
-    return pids.length > 0 && childPids(niclab.agents[0]!.pid).length > 0 ? pids : null;
-  }, 20_000, 50);
+  await enginesOf([niclab.agents[0]!.pid, receiver.pid], 20_000, () => niclab.client.explain(submitted.body.id, { ts: niclab.agents[0]!, tr: receiver }));
+  // The receiver's own engines (the run lasts 60 s: still the same ones).
+  const engines = childPids(receiver.pid);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const t0 = Date.now();
   receiver.child.kill('SIGTERM');

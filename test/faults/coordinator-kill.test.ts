@@ -59,7 +59,7 @@ test('a coordinator SIGKILLed mid-run: the job is resumed by the next one, the d
   });
   assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
   const id = submitted.body.id as string;
-  const oldEngines = await enginesOf([sender.pid, receiver.pid]);
+  const oldEngines = await enginesOf([sender.pid, receiver.pid], 20_000, () => client.explain(id, { cs: sender, cr: receiver }));
   const [lostRun] = (await client.call('listRuns', 'GET', `/v1/jobs/${id}/runs`)).body.items;
   assert.equal(lostRun.status, 'running');
   await new Promise((resolve) => setTimeout(resolve, 2000));

@@ -68,6 +68,17 @@ export class ApiClient {
     throw new Error(`job ${id} did not finish within ${timeoutMs} ms (seen ${seen.join(' -> ')})`);
   }
 
+  /**
+   * What a job is doing, for an error message: its status, each run's status and error, and the
+   * last log lines of the processes named, so a wait that timed out on CI says what happened.
+   */
+  async explain(id: string, processes: Record<string, { output(): string }> = {}): Promise<string> {
+    const { body } = await this.job(id);
+    const runs = (body.runs ?? []).map((run: any) => `${run.status}${run.error ? ` ${run.error.code}: ${run.error.message}` : ''}`);
+    const logs = Object.entries(processes).map(([name, p]) => `--- ${name}:\n${p.output().trimEnd().split('\n').slice(-15).join('\n')}`);
+    return [`job ${id} is ${body.status}${body.error ? ` (${body.error.code}: ${body.error.message})` : ''}, runs [${runs.join('; ')}]`, ...logs].join('\n');
+  }
+
   /** Polls GET /v1/jobs/{id} every 50 ms until the job is finished: the statuses as reads see them, apart from its event stream. */
   async pollFinish(id: string, timeoutMs = 30_000): Promise<{ job: any; seen: string[] }> {
     const { seen, note } = statusLog();

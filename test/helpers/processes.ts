@@ -95,10 +95,21 @@ export function waitForApi(base: string, what = 'the API', timeoutMs = 60_000): 
   return waitFor(what, async () => (await fetch(`${base}/readyz`).catch(() => null))?.ok ?? false, timeoutMs);
 }
 
-/** Waits until every one of `parents` has a child process (each end's engine runs), and returns all their children. */
-export function enginesOf(parents: number[], timeoutMs = 20_000): Promise<number[]> {
-  return waitFor('every end\'s engine to run', () => {
-    const children = parents.map((pid) => childPids(pid));
-    return children.every((pids) => pids.length > 0) ? children.flat() : null;
-  }, timeoutMs, 50);
+/**
+ * Waits until every one of `parents` has a child process (each end's engine runs), and returns all their children.
+ * `why`, when given, says what the job did instead: it is read when the wait times out, and its
+ * text (the job's status, its runs' errors, the agents' last log lines) goes into the error, so
+ * a run that failed before its engines started on a loaded CI machine says why.
+ */
+export async function enginesOf(parents: number[], timeoutMs = 20_000, why?: () => Promise<string>): Promise<number[]> {
+  try {
+    return await waitFor('every end\'s engine to run', () => {
+      const children = parents.map((pid) => childPids(pid));
+      return children.every((pids) => pids.length > 0) ? children.flat() : null;
+    }, timeoutMs, 50);
+  } catch (error) {
+    if (!why) throw error;
+    throw new Error(`${(error as Error).message}; ${await why().catch((e: Error) => `(and reading why failed: ${e.message})`)}`);
+  }
 }
+
