@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { flowResult } from '@niclab/coordinator/flow-result';
+import { TEST_KINDS } from '@niclab/shared/domain/test-kinds/index';
 import { attributeLoss, ENGINE_EXTRA_PACKETS, framesPerDatagram, judgeBottleneck, PLACES, STEADY_CV, steadiness, whereLost, type EndView } from '@niclab/shared/domain/attribution';
 import type { EndFigures, HostCounters, Interval, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
@@ -197,7 +198,7 @@ test('a flow result carries the attribution and the verdict from both ends\' hos
   const report = (role: EndReport['role'], h: HostCounters, rest: Partial<EndReport>): EndReport => ({
     leg: 0, role, figures: figures(0.5), intervals: [], nic: null, error: null, diagnostics: { agent: role === 'sender' ? 'A' : 'B', interface: 'eth1', address: '198.18.0.1', command: [], host: h }, ...rest,
   });
-  const result = flowResult(flow, leg, report('sender', host({ stats: { tx_packets: 1_000 } }), { udp: { sent: 1_000 } }), report('receiver', host({ stats: { rx_packets: 1_000 }, udp: { RcvbufErrors: 100 } }), { udp: { received: 900 } }));
+  const result = flowResult(TEST_KINDS.stream, flow, leg, report('sender', host({ stats: { tx_packets: 1_000 } }), { udp: { sent: 1_000 } }), report('receiver', host({ stats: { rx_packets: 1_000 }, udp: { RcvbufErrors: 100 } }), { udp: { received: 900 } }));
   assert.equal(result.lossAttribution!.receiverSocketBuffer, 100);
   assert.equal(result.lossAttribution!.unexplained, 0);
   assert.equal(result.bottleneck!.verdict, 'receiver socket buffer');

@@ -3,7 +3,7 @@ import { createSocket } from 'node:dgram';
 import { test } from 'node:test';
 import { ENGINES } from '@niclab/agent/engines/registry';
 import type { EngineParams, SenderTask } from '@niclab/shared/domain/task';
-import { enginePair } from '../helpers/engines.js';
+import { enginePair, measuredProbe, measuredRr } from '../helpers/engines.js';
 
 /**
  * No round trip is no figure. A latency end that measured nothing must say so, never report a
@@ -25,7 +25,7 @@ test('a probe whose datagrams never come back fails no_data, with no round trip 
     const outcome = await engine.run(task, { signal: new AbortController().signal, address: '127.0.0.1', ready: () => undefined });
     assert.ok(swallowed > 0, `the probe sent (${swallowed} datagrams arrived at the far end)`);
     assert.equal(outcome.error?.code, 'no_data', JSON.stringify(outcome.error));
-    assert.equal(outcome.probe ?? null, null, 'no probe figures beside the error');
+    assert.equal(measuredProbe(outcome) ?? null, null, 'no probe figures beside the error');
   } finally {
     hole.close();
   }
@@ -36,16 +36,16 @@ test('a probe that came up after its idle baseline ended reports no idle figure 
   const [sender, receiver] = await enginePair(engine, probe({ duration: 4, idleSeconds: 0.5 }), { startInMs: -1000 });
   assert.equal(sender.error, null, JSON.stringify(sender.error));
   assert.equal(receiver.error, null, JSON.stringify(receiver.error));
-  assert.ok(sender.probe!.loaded.received > 0);
-  assert.equal(sender.probe!.idle, undefined, JSON.stringify(sender.probe!.idle));
-  assert.equal(sender.probe!.rttIncreaseSeconds, undefined);
+  assert.ok(measuredProbe(sender)!.loaded.received > 0);
+  assert.equal(measuredProbe(sender)!.idle, undefined, JSON.stringify(measuredProbe(sender)!.idle));
+  assert.equal(measuredProbe(sender)!.rttIncreaseSeconds, undefined);
 });
 
 test('an rr end that came up after its idle baseline ended reports no idle figure rather than a 0 s one', async () => {
   const [sender, receiver] = await enginePair(engine, { protocol: 'tcp', test: 'rr', duration: 4, idleSeconds: 0.5, bufferLength: 1, streams: 1, noDelay: true, interval: 2, rr: { requestSize: 1, responseSize: 1 } }, { startInMs: -1000 });
   assert.equal(sender.error, null, JSON.stringify(sender.error));
   assert.equal(receiver.error, null, JSON.stringify(receiver.error));
-  assert.ok(sender.rr!.transactions > 0);
-  assert.equal(sender.rr!.idle, undefined, JSON.stringify(sender.rr!.idle));
-  assert.equal(sender.rr!.rttIncreaseSeconds, undefined);
+  assert.ok(measuredRr(sender)!.transactions > 0);
+  assert.equal(measuredRr(sender)!.idle, undefined, JSON.stringify(measuredRr(sender)!.idle));
+  assert.equal(measuredRr(sender)!.rttIncreaseSeconds, undefined);
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ipdv, probePhase, withReflector, type ProbeSample } from '@niclab/shared/domain/probe-stats';
+import { ipdv, probePhase, withReflector, type ProbeSample } from '@niclab/shared/domain/test-kinds/probe/stats';
 import type { ProbeFigures } from '@niclab/shared/domain/contract';
 
 /** 100 datagrams: seq i comes back after (i + 1) ms (forward i + 0.75, back 0.25), except those `lost`. */

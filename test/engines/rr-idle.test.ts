@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ENGINES } from '@niclab/agent/engines/registry';
-import { enginePair } from '../helpers/engines.js';
+import { enginePair, measuredRr } from '../helpers/engines.js';
 
 /**
  * The idle baseline belongs to the run's clock, not to the rr end's: the load starts
@@ -13,9 +13,9 @@ test('an rr end that starts at least 0.5 s after the run\'s start keeps the run\
   const [sender, receiver] = await enginePair(ENGINES.builtin!, { protocol: 'tcp', test: 'rr', duration: 3, idleSeconds: 2, bufferLength: 1, streams: 1, noDelay: true, interval: 3, rr: { requestSize: 1, responseSize: 1 } }, { startInMs: -500 });
   assert.equal(sender.error, null, JSON.stringify(sender.error));
   assert.equal(receiver.error, null, JSON.stringify(receiver.error));
-  const idle = sender.rr!.idle!;
+  const idle = measuredRr(sender)!.idle!;
   // Late by 0.5 s and the child's own start-up: the window is the run's 2 s less that, and the end comes with the run's.
   assert.ok(idle.seconds > 0 && idle.seconds < 1.5, `idle window ${idle.seconds} s (the run's 2 s less what this end missed)`);
   assert.ok(sender.figures!.realSeconds < 2.5, `the end ran ${sender.figures!.realSeconds} s: past the run's end`);
-  assert.ok(idle.transactions > 0 && sender.rr!.transactions > 10, `idle ${idle.transactions}, loaded ${sender.rr!.transactions} transactions`);
+  assert.ok(idle.transactions > 0 && measuredRr(sender)!.transactions > 10, `idle ${idle.transactions}, loaded ${measuredRr(sender)!.transactions} transactions`);
 });

@@ -1,6 +1,7 @@
 import type { EngineOutcome } from '@niclab/agent/engines/engine';
 import type { ENGINES } from '@niclab/agent/engines/registry';
 import type { EngineParams, ReceiverTask, SenderTask } from '@niclab/shared/domain/task';
+import type { RrMeasured } from '@niclab/shared/domain/test-kinds/rr/measured';
 
 export type TestEngine = NonNullable<(typeof ENGINES)['builtin']>;
 
@@ -32,3 +33,11 @@ export async function enginePair(
   const sender = spawnWith(() => engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned }));
   return Promise.all([sender, receiver]);
 }
+
+/**
+ * What an end `measured` for its kind, read as that kind's: the requesting end's rr figures, a
+ * probe's sending end's figures or its far end's counts (undefined when the end has none).
+ */
+export const measuredRr = (end: EngineOutcome) => (end.measured as RrMeasured | null | undefined)?.rr;
+export const measuredProbe = (end: EngineOutcome) => (end.measured && 'probe' in end.measured ? end.measured.probe : undefined);
+export const measuredReflector = (end: EngineOutcome) => (end.measured && 'reflector' in end.measured ? end.measured.reflector : undefined);

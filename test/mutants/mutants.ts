@@ -143,8 +143,8 @@ export const MUTANTS: Mutant[] = [
     id: 'ends-swapped',
     what: "the coordinator files the receiver's report as the sender's and the sender's as the receiver's",
     file: 'services/coordinator/src/run-execution.ts',
-    from: 'flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex))',
-    to: 'flowResult(spec.flows[leg.flowIndex]!, leg, this.receivers.get(i), this.senders.get(i), this.wire(leg.flowIndex))',
+    from: 'flowResult(kindOf(flowSpec(spec, leg.flowIndex)), spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex))',
+    to: 'flowResult(kindOf(flowSpec(spec, leg.flowIndex)), spec.flows[leg.flowIndex]!, leg, this.receivers.get(i), this.senders.get(i), this.wire(leg.flowIndex))',
     tests: ['test/e2e/loopback.test.ts'],
   },
   {
@@ -208,7 +208,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'tcp-buffer-ignored',
     what: "the builtin TCP sender never applies socketBuffer (its receiver's buffer still does)",
-    file: 'services/agent/src/engines/builtin/tcp-child.ts',
+    file: 'services/agent/src/engines/builtin/tcp-ends.ts',
     from: '  if (input.params.socketBuffer !== undefined) setSocketBuffers(socket, input.params.socketBuffer);\n',
     to: '',
     tests: ['test/lab/tcp.test.ts'],
@@ -670,5 +670,23 @@ export const MUTANTS: Mutant[] = [
     to: 'const at = now();',
     tests: ['test/engines/probe-loopback.test.ts'],
     pattern: 'ping',
+  },
+  {
+    id: 'probe-reflector-dropped',
+    what: "a probe flow's result leaves out what its far end reflected: its loss per direction and the reflector's socket drops are unknown",
+    file: 'services/shared/src/domain/test-kinds/probe/result.ts',
+    from: "const reflector: ProbeReflector | null = far && 'reflector' in far ? far.reflector : null;",
+    to: 'const reflector = null as ProbeReflector | null;',
+    tests: ['test/lab/probe.test.ts'],
+    pattern: 'counts per direction',
+  },
+  {
+    id: 'rr-judged-as-throughput',
+    what: 'a request/response flow gets a throughput bottleneck verdict, made up from its one-byte requests',
+    file: 'services/shared/src/domain/test-kinds/rr/index.ts',
+    from: 'judgesThroughput: false,',
+    to: 'judgesThroughput: true,',
+    tests: ['test/e2e/loopback.test.ts'],
+    pattern: 'request/response',
   },
 ];

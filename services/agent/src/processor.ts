@@ -143,5 +143,5 @@ async function measure({ task, engine, signal, deps, channel, diagnostics, repor
       log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');
     }
   }
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, rr: outcome.rr ?? null, probe: outcome.probe ?? null, reflector: outcome.reflector ?? null, rawKept });
+  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, measured: outcome.measured ?? null, rawKept });
 }

@@ -1,11 +1,14 @@
-import type { EngineName, ErrorInfo, FlowResult, FlowSpec, ProbeFigures, UdpFigures } from '@niclab/shared/domain/contract';
+import type { EngineName, ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 import { attributeLoss, ENGINE_EXTRA_PACKETS, judgeBottleneck, type DatagramShape } from '@niclab/shared/domain/attribution';
 import { pickError } from './run-outcome.js';
-import { withReflector } from '@niclab/shared/domain/probe-stats';
+import { ABSENT_KIND_FIELDS, type TestKind } from '@niclab/shared/domain/test-kinds/index';
 
-/** One leg's result from its two ends' reports; `wire` is a UDP leg's datagram payload and its engine. */
-export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined, wire?: { packetSize: number; engine: EngineName }): FlowResult {
+/**
+ * One leg's result from its two ends' reports, for a flow of test kind `kind` (which merges its
+ * own figures); `wire` is a UDP leg's datagram payload and its engine.
+ */
+export function flowResult(kind: TestKind, flow: FlowSpec, leg: Leg, sender: EndReport | undefined, receiver: EndReport | undefined, wire?: { packetSize: number; engine: EngineName }): FlowResult {
   const missing = (end: string, endpoint: Leg['sender']): ErrorInfo => ({
     code: 'no_report',
     message: `the ${end} on agent ${endpoint.agent} (${endpoint.interface}) did not report before the run's deadline`,
@@ -21,6 +24,9 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
   const udp = udpFigures(sender, receiver);
   const senderHost = sender?.diagnostics.host;
   const receiverHost = receiver?.diagnostics.host;
+  // The kinds' own fields: every kind's absent value (null), then this flow's kind's merge of its
+  // two ends. Typed as the one the contract requires of every result (rr; the others are optional).
+  const kindFields = { ...ABSENT_KIND_FIELDS, ...kind.result(sender, receiver) } as Pick<FlowResult, 'rr'> & Partial<FlowResult>;
   const result: FlowResult = {
     flowIndex: leg.flowIndex,
     direction: leg.direction,
@@ -31,8 +37,7 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     bitsPerSecond: received ? received.realBitsPerSecond : null,
     retransmits: sender?.retransmits ?? null,
     udp,
-    rr: sender?.rr ?? null,
-    probe: probeFigures(sender, receiver),
+    ...kindFields,
     intervals: receiver?.intervals ?? [],
     nic: forward ? { from: nicSender, to: nicReceiver } : { from: nicReceiver, to: nicSender },
     pathVerified,
@@ -48,7 +53,7 @@ export function flowResult(flow: FlowSpec, leg: Leg, sender: EndReport | undefin
     : undefined;
   result.lossAttribution = udp && senderHost && receiverHost ? attributeLoss(udp, senderHost, receiverHost, shape) : null;
   // A request/response or probe leg measures round trips, not throughput: a throughput verdict would be made up.
-  if (result.rr || result.probe) {
+  if (!kind.judgesThroughput) {
     result.bottleneck = null;
     return result;
   }
@@ -88,15 +93,4 @@ function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefin
   // Send times come from the sender's clock, arrivals from the receiver's: only one clock makes a delay.
   if (got?.oneWayDelaySeconds && sender?.bootId && sender.bootId === receiver?.bootId) figures.oneWayDelaySeconds = got.oneWayDelaySeconds;
   return figures;
-}
-
-/** A probe leg's figures: the sender's, with the reflector's counts, and one-way delays only when both ends read one clock. */
-function probeFigures(sender: EndReport | undefined, receiver: EndReport | undefined): ProbeFigures | null {
-  if (!sender?.probe) return null;
-  const reflector = receiver?.reflector ?? null;
-  const sharedClock = Boolean(sender.bootId && sender.bootId === receiver?.bootId);
-  const figures = withReflector(sender.probe, reflector, sharedClock);
-  const out: ProbeFigures = { ...figures, socketDrops: { ...figures.socketDrops, reflector: reflector?.rcvbufErrors ?? null } };
-  if (figures.arrivalTimes) out.arrivalTimes = { ...figures.arrivalTimes, reflector: reflector?.arrivalTimes ?? null };
-  return out;
 }

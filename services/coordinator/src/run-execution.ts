@@ -12,6 +12,7 @@ import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/f
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
 import { flowResult } from './flow-result.js';
+import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LivenessWatch, offlineAgents, type RedisGaps } from './liveness-watch.js';
 import type { EarlierAttempt } from './retry-policy.js';
@@ -112,7 +113,7 @@ export class RunExecution {
     }
     // A group's run measures one pair: its flows carry that pair's index in the job's flows.
     run.flows = this.legs.map((leg, i) => ({
-      ...flowResult(spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex)),
+      ...flowResult(kindOf(flowSpec(spec, leg.flowIndex)), spec.flows[leg.flowIndex]!, leg, this.senders.get(i), this.receivers.get(i), this.wire(leg.flowIndex)),
       flowIndex: this.pair ?? leg.flowIndex,
     }));
     run.flows.forEach((flow, i) => {

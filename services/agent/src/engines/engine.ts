@@ -1,7 +1,6 @@
-import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval, ProbeFigures, RrFigures } from '@niclab/shared/domain/contract';
-import type { ProbeReflector } from '@niclab/shared/domain/task';
-import type { EndUdp } from '@niclab/shared/domain/task';
-import type { Task } from '@niclab/shared/domain/task';
+import type { EndDiagnostics, EndFigures, EngineInfo, EngineName, ErrorInfo, Interval } from '@niclab/shared/domain/contract';
+import type { EndUdp, Task } from '@niclab/shared/domain/task';
+import type { Measured } from '@niclab/shared/domain/test-kinds/measured';
 
 /** What the agent gives an engine for one end of one flow. */
 export interface EngineContext {
@@ -31,11 +30,8 @@ export interface EngineOutcome {
   retransmits?: number | null;
   /** This end's UDP counts. */
   udp?: EndUdp | null;
-  /** Request/response figures (the requesting end of an rr test). */
-  rr?: RrFigures | null;
-  /** The probe's sending end's figures, and what its far end reflected. */
-  probe?: ProbeFigures | null;
-  reflector?: ProbeReflector | null;
+  /** What this end measured for its test kind (the requesting end of an rr test, either end of a probe). */
+  measured?: Measured | null;
   socketBuffers?: EndDiagnostics['socketBuffers'];
   /** A TCP sender's TCP_INFO chronograph, summed over its connections. */
   tcpTimes?: EndDiagnostics['tcpTimes'];

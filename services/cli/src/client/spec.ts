@@ -4,7 +4,7 @@
  * again by the API against openapi.yaml.
  */
 import type { FlowGroup, GroupMembers, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
-import { PROBE_DEFAULTS } from '@niclab/shared/domain/test-kinds/probe';
+import { PROBE_DEFAULTS } from '@niclab/shared/domain/test-kinds/probe/index';
 import type { components } from '@niclab/shared/generated/openapi';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
 

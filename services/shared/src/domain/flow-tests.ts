@@ -10,8 +10,9 @@ import { kindOf, TEST_KINDS } from './test-kinds/index.js';
 export function flowSpec(spec: JobSpec, flowIndex: number): JobSpec {
   const own = spec.flows[flowIndex]?.test;
   if (!own) return spec;
-  const { kind, rr, probe, ...params } = own;
-  const mixed = { ...spec, ...params, test: kind, ...(rr ? { rr } : {}), ...(probe ? { probe } : {}) };
+  // The flow's own values (its kind's block among them) over the job's; the kind then drops the others' blocks.
+  const { kind, ...params } = own;
+  const mixed: JobSpec = { ...spec, ...params, test: kind };
   const test = TEST_KINDS[kind];
   return test.withDefaults(test.ownFields(mixed));
 }
@@ -61,7 +62,7 @@ export function withFlowTestDefaults(spec: JobSpec): JobSpec {
     flows: spec.flows.map((flow, i) => {
       if (!flow.test) return flow;
       const own = flowSpec(spec, i);
-      return { ...flow, test: { ...flow.test, ...(own.rr ? { rr: own.rr } : {}), ...(own.probe ? { probe: own.probe } : {}) } };
+      return { ...flow, test: { ...flow.test, ...kindOf(own).ownBlock(own) } };
     }),
   };
 }

@@ -1,6 +1,6 @@
 import type { JobSpec, SweepPoint } from './contract.js';
 import type { EngineParams, Leg } from './task.js';
-import { kindOf } from './test-kinds/index.js';
+import { kindOf, TEST_KINDS } from './test-kinds/index.js';
 import { flowSpec } from './flow-tests.js';
 import { CONFIDENCE } from './statistics.js';
 
@@ -78,7 +78,9 @@ export function intervalOf(spec: Pick<JobSpec, 'interval' | 'duration'>): number
 export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): EngineParams {
   const own = flowIndex === undefined ? undefined : job.flows[flowIndex]?.test;
   const spec = flowIndex === undefined ? job : flowSpec(job, flowIndex);
-  const point = own ? (Object.fromEntries(Object.entries(at).filter(([d]) => !(d in own) && !(own.rr && d in own.rr))) as SweepPoint) : at;
+  // A flow's own test fixes what it sets, its kind's block among them: the sweep does not move those.
+  const pinned = own ? [...Object.keys(own), ...TEST_KINDS[own.kind].pinned(own)] : [];
+  const point = own ? (Object.fromEntries(Object.entries(at).filter(([d]) => !pinned.includes(d))) as SweepPoint) : at;
   const params: EngineParams = {
     protocol: spec.protocol,
     test: spec.test,

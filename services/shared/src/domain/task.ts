@@ -1,15 +1,6 @@
 import type { Tuning } from './tuning-rules.js';
-import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta, ProbeFigures, RrFigures } from './contract.js';
-import type { ReflectorCounts } from './probe-stats.js';
-
-/** What the far end of a probe counted. */
-export interface ProbeReflector {
-  loaded: ReflectorCounts;
-  idle?: ReflectorCounts;
-  rcvbufErrors: number | null;
-  /** Whether its arrival times (the start of each dwell) were the kernel's timestamps or when it read them. */
-  arrivalTimes?: 'kernel' | 'process';
-}
+import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta } from './contract.js';
+import type { Measured } from './test-kinds/measured.js';
 
 /** The measurement parameters of one run, after the sweep point is applied. */
 export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'bufferLength' | 'socketBuffer' | 'streams' | 'noDelay' | 'udp'> & {
@@ -85,12 +76,8 @@ export interface EndReport {
   diagnostics: EndDiagnostics;
   retransmits?: number | null;
   udp?: EndUdp | null;
-  /** Request/response figures, from the end that sent the requests. */
-  rr?: RrFigures | null;
-  /** Probe figures: the sending end's, before the far end's counts are added. */
-  probe?: ProbeFigures | null;
-  /** The probe's far end: what it reflected per phase, and its namespace's UDP receive-buffer drops. */
-  reflector?: ProbeReflector | null;
+  /** What this end measured for its test kind (rr's round trips, the probe's figures or its far end's counts); the kind merges two ends' (TestKind.result). */
+  measured?: Measured | null;
   /** The end's raw engine output was kept under keys.runRaw(runId). */
   rawKept?: boolean;
   /** The kernel's boot id: two ends with the same one read the same clock. */

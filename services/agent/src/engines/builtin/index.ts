@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
-import type { TcpChildInput, TcpChildResult } from './tcp-child.js';
+import type { TcpChildInput, TcpChildResult } from './tcp-ends.js';
 import type { UdpChildInput, UdpChildResult } from './udp-child.js';
 import type { ProbeChildInput, ProbeChildResult } from './probe-child.js';
+import type { RrChildResult } from './rr-child.js';
+import { RUNNERS, type RunnerScript } from './runners.js';
 import { tcpSocketBufferSupport } from './sockopt.js';
 
 // Resolved per run, so useBuiltEngineChildren() after this module has loaded still counts.
-const scriptFor = (name: 'tcp-child' | 'udp-child' | 'probe-child') => siblingScript(import.meta.url, name);
+const scriptFor = (name: RunnerScript) => siblingScript(import.meta.url, name);
 
 /**
  * nttcp-style TCP, netperf TCP_RR-style request/response, rude/crude-style constant-rate UDP
@@ -23,9 +25,7 @@ export const builtinEngine: Engine = {
   },
 
   async run(task, context): Promise<EngineOutcome> {
-    const udp = task.params.protocol === 'udp';
-    // The probe is UDP whatever `protocol` says.
-    const script = scriptFor(task.params.probe ? 'probe-child' : udp ? 'udp-child' : 'tcp-child');
+    const script = scriptFor(RUNNERS[task.params.test](task.params));
     // Both ends of a leg derive the same token, so a receiver ignores datagrams not of its leg.
     const token = createHash('sha256').update(`${task.runId}/${task.leg}`).digest().readUInt32BE(0);
     const input: TcpChildInput | UdpChildInput | ProbeChildInput = { role: task.role, params: task.params, address: context.address, token };
@@ -34,7 +34,7 @@ export const builtinEngine: Engine = {
       input.startAt = task.startAt;
     }
     let port: number | null = task.role === 'sender' ? task.peer.port : null;
-    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult> & Partial<ProbeChildResult>>(script, input, context.signal, {
+    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult> & Partial<ProbeChildResult> & RrChildResult>(script, input, context.signal, {
       ready: (listening) => {
         port = listening;
         context.ready(listening);
@@ -50,9 +50,7 @@ export const builtinEngine: Engine = {
       command: outcome.argv,
       port,
       udp: outcome.result?.udp ?? null,
-      rr: outcome.result?.rr ?? null,
-      probe: outcome.result?.probe ?? null,
-      reflector: outcome.result?.reflector ?? null,
+      measured: outcome.result?.measured ?? null,
       retransmits: outcome.result?.retransmits ?? null,
       socketBuffers: outcome.result?.socketBuffers,
       ...(outcome.result?.tcpTimes ? { tcpTimes: outcome.result.tcpTimes } : {}),

@@ -9,10 +9,10 @@
 import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { endFigures } from '@niclab/shared/domain/figures';
-import { probePhase, rttIncrease, type ProbeSample, type ReflectorCounts } from '@niclab/shared/domain/probe-stats';
+import { probePhase, rttIncrease, type ProbeSample, type ReflectorCounts } from '@niclab/shared/domain/test-kinds/probe/stats';
 import { rttSummary } from '@niclab/shared/domain/figures';
 import type { EndFigures, Interval, ProbeFigures } from '@niclab/shared/domain/contract';
-import type { ProbeReflector } from '@niclab/shared/domain/task';
+import type { ProbeMeasured } from '@niclab/shared/domain/test-kinds/probe/measured';
 import type { UdpChildInput } from './udp-child.js';
 import { cpuSeconds, serveChild, type Send } from './child-main.js';
 import { EngineFailure } from '../child-protocol.js';
@@ -25,8 +25,8 @@ export type ProbeChildInput = UdpChildInput;
 export interface ProbeChildResult {
   figures: EndFigures;
   intervals: Interval[];
-  probe?: ProbeFigures;
-  reflector?: ProbeReflector;
+  /** The sending end's figures, or what the far end reflected. */
+  measured: ProbeMeasured;
 }
 
 /** magic, token, sequence, flags (+3 spare), sent, reflector received, reflector sent: 40 bytes. */
@@ -76,7 +76,7 @@ async function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildRe
       resolve({
         figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
         intervals: [],
-        reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()), arrivalTimes: socket.arrivalTimes() },
+        measured: { reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()), arrivalTimes: socket.arrivalTimes() } },
       });
     };
     // A sender that never came: stop when it must have finished.
@@ -218,7 +218,7 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
     figures.idle = idle;
     figures.rttIncreaseSeconds = rttIncrease(loaded, idle);
   }
-  return { figures: endFigures(slots * packetSize, realSeconds, cpuUsed, slots), intervals: [], probe: figures };
+  return { figures: endFigures(slots * packetSize, realSeconds, cpuUsed, slots), intervals: [], measured: { probe: figures } };
 }
 
 /**

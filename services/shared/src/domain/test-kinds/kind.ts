@@ -1,7 +1,10 @@
 import type { FieldError, FlowResult, JobSpec, SweepPoint } from '../contract.js';
-import type { EngineParams } from '../task.js';
+import type { EndReport, EngineParams } from '../task.js';
 
 export type TestName = JobSpec['test'];
+
+/** A flow's own test (`flows[].test`): its kind, and the parameters it sets over the job's. */
+export type FlowTest = NonNullable<JobSpec['flows'][number]['test']>;
 
 /** The figure a run is judged by: over its flows (`combine`), with its units for JSON and for tables. */
 export interface Headline {
@@ -46,6 +49,19 @@ export interface TestKind {
   /** It measures round trips, so its flows may take an idle baseline before the other flows load the path. */
   readonly latency: boolean;
   readonly headline: Headline;
+  /** Its legs carry a load whose throughput a bottleneck verdict may judge (rr's and the probe's round trips do not). */
+  readonly judgesThroughput: boolean;
   /** A rate search (RFC 2544) may drive it: it offers a UDP rate and measures loss. */
   readonly searchable: boolean;
+  /** This kind's own parameter block of a spec (rr's sizes, the probe's interval and size), as a flow's stored test shows it. */
+  ownBlock(spec: JobSpec): Partial<JobSpec>;
+  /** The sweep dimensions that a flow's own test of this kind fixes inside its block (rr's request and response sizes). */
+  pinned(own: FlowTest): string[];
+  /**
+   * This kind's own fields of one leg's result, merged from its two ends' reports (what each
+   * end `measured`); an end that did not report is undefined.
+   */
+  result(sender: EndReport | undefined, receiver: EndReport | undefined): Partial<FlowResult>;
+  /** The same fields on a leg of another kind: null, or absent. */
+  readonly absent: Partial<FlowResult>;
 }

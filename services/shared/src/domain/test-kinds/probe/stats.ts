@@ -2,8 +2,8 @@
  * The UDP latency probe's statistics, from what each end saw: round trips, one-way delays,
  * loss per direction and IPDV (irtt's jitter). Pure, so each figure is checked on its own.
  */
-import type { ProbeFigures, ProbePhase } from './contract.js';
-import { rttSummary } from './figures.js';
+import type { ProbeFigures, ProbePhase } from '../../contract.js';
+import { rttSummary } from '../../figures.js';
 
 /** One datagram the probe sent, in milliseconds; the three delays only when its reflection came back. */
 export interface ProbeSample {

@@ -1,5 +1,6 @@
-import type { FieldError, JobSpec } from '../contract.js';
-import type { TestKind } from './kind.js';
+import type { FieldError, JobSpec } from '../../contract.js';
+import type { TestKind } from '../kind.js';
+import { probeResult } from './result.js';
 
 /** The probe's defaults: irtt's 10 ms would be its `-i 10ms`; 64 bytes is a small datagram that still holds its header. */
 export const PROBE_DEFAULTS = { interval: 10, packetSize: 64 } as const;
@@ -37,7 +38,17 @@ export const probeKind: TestKind = {
 
   latency: true,
 
+  judgesThroughput: false,
+
   searchable: false,
+
+  ownBlock: (spec) => (spec.probe ? { probe: spec.probe } : {}),
+
+  pinned: () => [],
+
+  result: (sender, receiver) => ({ probe: probeResult(sender, receiver) }),
+
+  absent: { probe: null },
 
   headline: {
     name: 'rttP50Seconds',

@@ -1,5 +1,6 @@
-import type { FieldError } from '../contract.js';
-import type { TestKind } from './kind.js';
+import type { FieldError } from '../../contract.js';
+import type { TestKind } from '../kind.js';
+import type { RrMeasured } from './measured.js';
 
 /** Request/response (netperf TCP_RR): transactions per second and their round-trip times. */
 export const rrKind: TestKind = {
@@ -25,7 +26,18 @@ export const rrKind: TestKind = {
 
   latency: true,
 
+  judgesThroughput: false,
+
   searchable: false,
+
+  ownBlock: (spec) => (spec.rr ? { rr: spec.rr } : {}),
+
+  pinned: (own) => Object.keys(own.rr ?? {}),
+
+  // The requesting end times each transaction; the responding end has nothing of its own.
+  result: (sender) => ({ rr: (sender?.measured as RrMeasured | null | undefined)?.rr ?? null }),
+
+  absent: { rr: null },
 
   headline: {
     name: 'transactionsPerSecond',

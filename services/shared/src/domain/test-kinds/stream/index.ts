@@ -1,5 +1,5 @@
-import type { FieldError } from '../contract.js';
-import type { TestKind } from './kind.js';
+import type { FieldError } from '../../contract.js';
+import type { TestKind } from '../kind.js';
 
 /** A bulk stream, TCP or UDP: throughput as received (nttcp, iperf). */
 export const streamKind: TestKind = {
@@ -29,7 +29,18 @@ export const streamKind: TestKind = {
 
   latency: false,
 
+  judgesThroughput: true,
+
   searchable: true,
+
+  ownBlock: () => ({}),
+
+  pinned: () => [],
+
+  // A stream's figures (bytes, goodput, UDP counts) are every kind's: nothing of its own to merge.
+  result: () => ({}),
+
+  absent: {},
 
   headline: {
     name: 'bitsPerSecond',

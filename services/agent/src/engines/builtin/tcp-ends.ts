@@ -1,0 +1,123 @@
+/**
+ * Both builtin TCP kinds' ends (the stream's tcp-child, rr's rr-child): the receiving end that
+ * counts what arrives, and the sending end's connections.
+ */
+import { once } from 'node:events';
+import { connect, createServer, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { endFigures } from '@niclab/shared/domain/figures';
+import type { EndFigures, Interval } from '@niclab/shared/domain/contract';
+import type { EngineParams } from '@niclab/shared/domain/task';
+import { cpuSeconds, type Send } from './child-main.js';
+import { EngineFailure } from '../child-protocol.js';
+import { IntervalSampler } from './interval-sampler.js';
+import { readSocketBuffers, setSocketBuffers, type TcpTimes } from './sockopt.js';
+
+export interface TcpChildInput {
+  role: 'sender' | 'receiver';
+  params: EngineParams;
+  /** Local address to bind to (the task's interface). */
+  address: string;
+  peer?: { address: string; port: number };
+  /** Epoch ms at which the sender starts writing (the run's common start instant). */
+  startAt?: number;
+}
+
+export interface TcpChildResult {
+  figures: EndFigures;
+  intervals: Interval[];
+  /** Read back from the first connection, when the job set socketBuffer. */
+  socketBuffers?: { sendBytes: number; receiveBytes: number };
+  /** The sender's TCP retransmits over all its connections (null where TCP_INFO cannot be read). */
+  retransmits?: number | null;
+  /** The sender's TCP_INFO chronograph summed over its connections (absent where the kernel has none). */
+  tcpTimes?: TcpTimes;
+}
+
+/**
+ * The receiving end: listens, accepts the flow's `streams` connections and counts what arrives
+ * until every one has closed. `answer`, per connection, is told each chunk's size (rr's
+ * responder writes its responses from it).
+ */
+export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: Socket) => (bytes: number) => void): Promise<TcpChildResult> {
+  const { streams, noDelay, interval } = input.params;
+  return new Promise((resolve, reject) => {
+    let bytes = 0;
+    let calls = 0;
+    let closed = 0;
+    let accepted = 0;
+    let firstAt = 0;
+    let lastAt = 0;
+    let cpu: NodeJS.CpuUsage | undefined;
+    let socketBuffers: TcpChildResult['socketBuffers'];
+    const sampler = new IntervalSampler(interval, () => bytes, (sample) => send({ type: 'interval', interval: sample }));
+    const server = createServer({ noDelay }, (socket: Socket) => {
+      accepted += 1;
+      // Exactly `streams` connections belong to this flow; stop listening once they are here.
+      if (accepted >= streams) server.close();
+      if (input.params.socketBuffer !== undefined) socketBuffers ??= readSocketBuffers(socket);
+      const answer = answerOf?.(socket);
+      socket.on('data', (chunk: Buffer) => {
+        if (firstAt === 0) {
+          firstAt = performance.now();
+          cpu = process.cpuUsage();
+          sampler.start(firstAt);
+        }
+        bytes += chunk.length;
+        calls += 1;
+        answer?.(chunk.length);
+      });
+      socket.on('end', () => {
+        lastAt = performance.now();
+        socket.end();
+      });
+      socket.on('error', reject);
+      socket.on('close', () => {
+        closed += 1;
+        if (closed < streams) return;
+        const intervals = sampler.finish(lastAt);
+        if (firstAt === 0) {
+          reject(new EngineFailure('no_data', 'the sender closed without sending any data'));
+          return;
+        }
+        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+      });
+    });
+    server.on('error', reject);
+    server.listen({ host: input.address, port: 0 }, () => {
+      // Before any SYN arrives: accepted connections inherit the sizes and offer a window scale to match.
+      if (input.params.socketBuffer !== undefined) {
+        try {
+          setSocketBuffers(server, input.params.socketBuffer);
+        } catch (error) {
+          server.close();
+          reject(error);
+          return;
+        }
+      }
+      const address = server.address();
+      send({ type: 'ready', port: typeof address === 'object' && address ? address.port : 0 });
+    });
+  });
+}
+
+async function openStream(input: TcpChildInput): Promise<Socket> {
+  const socket = connect({ host: input.peer!.address, port: input.peer!.port, localAddress: input.address, noDelay: input.params.noDelay });
+  await once(socket, 'connect');
+  if (input.params.socketBuffer !== undefined) setSocketBuffers(socket, input.params.socketBuffer);
+  return socket;
+}
+
+/** The sending end's `streams` connections, opened, then held until the run's common start. */
+export async function openStreams(input: TcpChildInput): Promise<Socket[]> {
+  const sockets = await Promise.all(Array.from({ length: input.params.streams }, () => openStream(input)));
+  const wait = (input.startAt ?? 0) - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  return sockets;
+}
+
+/** The first connection's socket buffers as read back, when the job set socketBuffer. */
+export function buffersOf(input: TcpChildInput, sockets: Socket[]): Pick<TcpChildResult, 'socketBuffers'> {
+  return input.params.socketBuffer !== undefined && sockets[0] ? { socketBuffers: readSocketBuffers(sockets[0]) } : {};
+}
+
