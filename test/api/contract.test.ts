@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { handlers } from '@niclab/api/handlers/index';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
-import { HTTP_METHODS, loadOpenApi, OPENAPI_PATH, type OperationObject } from '@niclab/shared/runtime/openapi';
+import { HTTP_METHODS, loadOpenApi, OPENAPI_PATH, parsedContract, type OperationObject } from '@niclab/shared/runtime/openapi';
+import { parse } from 'yaml';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -16,6 +18,28 @@ test('the committed types are what openapi-typescript generates from openapi.yam
   // The CLI adds a banner; compare what follows it.
   const body = (text: string) => text.slice(text.indexOf('export interface paths'));
   assert.equal(body(committed).trim(), body(generated).trim());
+});
+
+test("the contract's JSON copy (a process's start reads it, not the YAML) is the YAML as parsed; a torn copy or nowhere to keep one parses the YAML", () => {
+  const { text } = loadOpenApi();
+  const yaml = parse(text);
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-contract-'));
+  try {
+    assert.deepEqual(parsedContract(text, dir), yaml);
+    const [copy] = readdirSync(dir);
+    assert.match(copy!, /^openapi-[0-9a-f]{16}\.json$/);
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, copy!), 'utf8')), yaml, 'the copy written');
+    assert.deepEqual(parsedContract(text, dir), yaml, 'read from the copy');
+    writeFileSync(join(dir, copy!), '{"openapi": "3.1');
+    assert.deepEqual(parsedContract(text, dir), yaml, 'a torn copy');
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, copy!), 'utf8')), yaml, 'and the copy written again');
+    const other = text.replace('niclab', 'niclab2');
+    assert.deepEqual(parsedContract(other, dir), parse(other), 'another text, another copy');
+    assert.equal(readdirSync(dir).length, 2);
+    assert.deepEqual(parsedContract(text, '/dev/null/nowhere'), yaml, 'nowhere to write');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('every operation in openapi.yaml has a handler, and every handler an operation', () => {
