@@ -51,7 +51,7 @@ try {
     }
     const { spec, expansion } = expanded;
     const id = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-    await store.createWithin(id, spec, spec.flows.length, 'bench', undefined, new Date(), expansion);
+    await store.createWithin(id, spec, { runsTotal: spec.flows.length, owner: 'bench', expansion });
     const jobBytes = Number(await connection.call('MEMORY', 'USAGE', keys.job(id)));
     const members = inventory.filter((a) => a.online).length;
     sizes.push({

@@ -178,7 +178,7 @@ export class Schedules {
   private async failedJob(outcome: { spec: JobSpec; expansion?: Job['expansion'] }, owner: string, error: ErrorInfo) {
     const { store } = this.services;
     const id = randomUUID();
-    await store.createWithin(id, outcome.spec, 0, owner, undefined, new Date(), outcome.expansion);
+    await store.createWithin(id, outcome.spec, { runsTotal: 0, owner, expansion: outcome.expansion });
     await store.transition(id, ['queued'], 'failed', { finishedAt: new Date().toISOString(), error });
     return (await store.get(id))!;
   }

@@ -132,7 +132,7 @@ export async function submitJob(
   const id = randomUUID();
   const ownerName = principal.name;
   const maxActive = firing ? undefined : principal.limits.maxConcurrentJobs;
-  const job = await store.createWithin(id, spec, strategyFor(spec).expectedRuns(new Map()), ownerName, maxActive, new Date(), expansion);
+  const job = await store.createWithin(id, spec, { runsTotal: strategyFor(spec).expectedRuns(new Map()), owner: ownerName, maxActive, expansion });
   if ('active' in job) {
     throw new HttpProblem(403, 'forbidden', `Token ${ownerName} has ${job.active} jobs queued or running; its limit is ${maxActive}.`, [], { rule: 'maxConcurrentJobs' });
   }

@@ -164,7 +164,7 @@ export class Coordinator {
       const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
       for (let round = nextRound(); round.length > 0; round = nextRound()) {
         const ranBefore = finished.size > 0;
-        const runs = await Promise.all(round.map((plan) => this.attempts(job, plan, new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), ranBefore, start, controller.signal, log)));
+        const runs = await Promise.all(round.map((plan) => this.attempts(job, plan, { retry: new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), ranBefore, start, signal: controller.signal, log })));
         // A run stopped before it started, or by a shutdown, is made again on resume.
         const kept = runs.filter((run): run is Run => run !== null && run.status !== 'interrupted');
         for (const run of kept) finished.set(run.index, run);
@@ -188,7 +188,7 @@ export class Coordinator {
    * interface leases (letting a job that waits for the same ones go first) and releases them.
    * Null when the job was canceled or stopped before an attempt could start.
    */
-  private async attempts(job: Job, plan: PlannedRun, retry: RetryPolicy, ranBefore: boolean, start: () => Promise<boolean>, signal: AbortSignal, log: Logger): Promise<Run | null> {
+  private async attempts(job: Job, plan: PlannedRun, { retry, ranBefore, start, signal, log }: { retry: RetryPolicy; ranBefore: boolean; start: () => Promise<boolean>; signal: AbortSignal; log: Logger }): Promise<Run | null> {
     let run: Run | null = null;
     for (;;) {
       const runId = randomUUID();
@@ -204,7 +204,7 @@ export class Coordinator {
           if (!(await start())) return null;
           job.status = 'running';
         }
-        run = await new RunExecution(this.runDeps, job, plan, runId, targets, retry.earlier, log).execute(signal);
+        run = await new RunExecution(this.runDeps, job, { plan, runId, targets, earlier: retry.earlier }, log).execute(signal);
       } finally {
         await this.leases.release(runId, targets);
       }

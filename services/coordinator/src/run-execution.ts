@@ -63,15 +63,16 @@ export class RunExecution {
     report: (report) => void (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report),
   };
 
+  private readonly targets: LeaseTarget[];
+
+  /** One attempt at `plan`'s run: its id, the leases it holds, and the attempts before it. */
   constructor(
     private readonly deps: RunDeps,
     private readonly job: Job,
-    plan: PlannedRun,
-    runId: string,
-    private readonly targets: LeaseTarget[],
-    earlier: EarlierAttempt[],
+    { plan, runId, targets, earlier }: { plan: PlannedRun; runId: string; targets: LeaseTarget[]; earlier: EarlierAttempt[] },
     jobLog: Logger,
   ) {
+    this.targets = targets;
     this.run = {
       id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration !== undefined ? { duration: plan.duration } : {}),
       status: 'running', startedAt: new Date().toISOString(), finishedAt: null, flows: [], error: null,

@@ -150,7 +150,7 @@ export async function labUp(options: LabOptions): Promise<LabState> {
   await command('ip', ['-n', switchNamespace, 'link', 'add', 'br0', 'type', 'bridge', 'forward_delay', '0']);
   await command('ip', ['-n', switchNamespace, 'link', 'set', 'br0', 'up']);
   for (const [i, host] of names.entries()) {
-    state.hosts.push(await wireHost(state, host, i, rates.get(host) ?? null, labels.get(host) ?? {}, options.agentPrefix ?? '', dir));
+    state.hosts.push(await wireHost(state, { host, i, rate: rates.get(host) ?? null, hostLabels: labels.get(host) ?? {}, agentPrefix: options.agentPrefix ?? '', dir }));
     save();
   }
   for (const host of state.hosts) {
@@ -161,7 +161,7 @@ export async function labUp(options: LabOptions): Promise<LabState> {
 }
 
 /** A host's namespace on the lab's switch: its eth1 (a veth whose peer is a bridge port), its address, its shaping. */
-async function wireHost(state: LabState, host: string, i: number, rate: string | null, hostLabels: Record<string, string>, agentPrefix: string, dir: string): Promise<LabHost> {
+async function wireHost(state: LabState, { host, i, rate, hostLabels, agentPrefix, dir }: { host: string; i: number; rate: string | null; hostLabels: Record<string, string>; agentPrefix: string; dir: string }): Promise<LabHost> {
   const { switchNamespace } = state;
   const namespace = `${state.name}-${host}`;
   const port = `p${host}`;
@@ -198,7 +198,7 @@ export async function labAddHost(dataDir: string, name: string, options: { rate:
   const labels = parseLabels(options.labels ? `${host}:${options.labels}` : '', [host]).get(host) ?? {};
   // The new agent's id follows the lab's (lab up's --agent-prefix).
   const agentPrefix = state.hosts[0] ? state.hosts[0].agentId.slice(0, -state.hosts[0].name.length) : '';
-  const added = await wireHost(state, host, i, rate, labels, agentPrefix, join(dataDir, 'labs', name));
+  const added = await wireHost(state, { host, i, rate, hostLabels: labels, agentPrefix, dir: join(dataDir, 'labs', name) });
   const save = () => writeFileSync(statePath(dataDir, name), JSON.stringify(state, null, 2));
   state.hosts.push(added);
   save();

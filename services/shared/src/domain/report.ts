@@ -104,7 +104,8 @@ export function reportCsv(report: Report): string {
   const dims = report.dimensions as (typeof DIMENSIONS)[number][];
   const header = [...dims, 'flow', 'direction', 'from', 'to', 'metric', 'n', 'mean', 'standardDeviation', 'min', 'max', 'ciLow', 'ciHigh', 'coefficientOfVariation', 'ciMethod'];
   const rows: unknown[][] = [];
-  const row = (point: SweepPoint, flow: string, direction: string, from: string, to: string, metric: string, s: RepeatSummary | null | undefined) => {
+  type Where = { point: SweepPoint; flow: string; direction: string; from: string; to: string };
+  const row = ({ point, flow, direction, from, to }: Where, metric: string, s: RepeatSummary | null | undefined) => {
     if (!s) return;
     const dimValues = dims.map((d) => {
       const v = point[d];
@@ -114,9 +115,10 @@ export function reportCsv(report: Report): string {
   };
   for (const p of report.points) {
     for (const f of p.flows) {
-      for (const metric of METRICS) row(p.point, String(f.flowIndex), f.direction, `${f.from.agent}:${f.from.interface}`, `${f.to.agent}:${f.to.interface}`, metric, f[metric]);
+      const where = { point: p.point, flow: String(f.flowIndex), direction: f.direction, from: `${f.from.agent}:${f.from.interface}`, to: `${f.to.agent}:${f.to.interface}` };
+      for (const metric of METRICS) row(where, metric, f[metric]);
     }
-    for (const metric of ['bitsPerSecond', 'retransmits', 'transactionsPerSecond'] as const) row(p.point, 'total', '', '', '', metric, p.total[metric]);
+    for (const metric of ['bitsPerSecond', 'retransmits', 'transactionsPerSecond'] as const) row({ point: p.point, flow: 'total', direction: '', from: '', to: '' }, metric, p.total[metric]);
   }
   return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }

@@ -84,7 +84,7 @@ export class JobStore {
   }
 
   async create(id: string, spec: JobSpec, runsTotal: number, owner = 'anonymous', now = new Date()): Promise<Job> {
-    const created = await this.createWithin(id, spec, runsTotal, owner, undefined, now);
+    const created = await this.createWithin(id, spec, { runsTotal, owner, now });
     return created as Job;
   }
 
@@ -93,7 +93,7 @@ export class JobStore {
    * checked and created in one step (racing submissions never both take the last place);
    * otherwise returns how many it has. Without `maxActive`, always creates.
    */
-  async createWithin(id: string, spec: JobSpec, runsTotal: number, owner: string, maxActive: number | undefined, now = new Date(), expansion?: Job['expansion']): Promise<Job | { active: number }> {
+  async createWithin(id: string, spec: JobSpec, { runsTotal, owner, maxActive, now = new Date(), expansion }: { runsTotal: number; owner: string; maxActive?: number; now?: Date; expansion?: Job['expansion'] }): Promise<Job | { active: number }> {
     const createdAt = now.toISOString();
     const member = `${String(now.getTime()).padStart(15, '0')}:${id}`;
     const fields = {
