@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { runNiclab } from '../helpers/processes.js';
+import { CLIENT_COMMANDS } from '@niclab/cli/client/commands';
+import { helpFor } from '@niclab/cli/help';
+import { USAGE } from '@niclab/cli/usage';
 
 let niclab: TestNiclab;
 
@@ -60,6 +63,21 @@ test('niclab search --goal ndr --goal pdr=1%: an MLRsearch of those goals; a bin
   const unknown = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'fast');
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /--goal: "fast" is not ndr, pdr or pdr=LOSS/);
+});
+
+test('every command has help of its own: --help prints its lines of the usage and exits 0', async () => {
+  for (const command of [...CLIENT_COMMANDS, 'start', 'api', 'agent', 'coordinator', 'lab', 'token']) {
+    const help = helpFor(USAGE, command);
+    assert.match(help?.split('\n')[0] ?? '', new RegExp(`niclab ${command}(\\s|$)`), `${command}: ${help}`);
+  }
+  assert.match(helpFor(USAGE, 'job')!, /niclab job ID/);
+  assert.equal(helpFor(USAGE, 'nosuch'), null);
+  // A scripting command, a service command, and the short flag: what a user at a shell gets.
+  for (const argv of [['run', '--help'], ['lab', '--help'], ['schedules', '-h']]) {
+    const shown = await niclabCli(...argv);
+    assert.equal(shown.code, 0, `${argv.join(' ')}: ${shown.stderr}`);
+    assert.equal(shown.stdout.trim(), helpFor(USAGE, argv[0]!)!.trim());
+  }
 });
 
 test('errors read as sentences: the API\'s detail and fields, usage errors exit 2, no stack traces', async () => {

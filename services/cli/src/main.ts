@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Policy, Scope } from '@niclab/api/policy';
 import type { TlsFiles } from '@niclab/api/tls';
-import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client/commands.js';
+import { CLIENT_COMMANDS, clientCommand } from './client/commands.js';
+import { helpFor } from './help.js';
+import { USAGE } from './usage.js';
 import { ConfigError, loadConfig, type Config } from '@niclab/shared/runtime/config';
 import { createLogger, type Logger } from '@niclab/shared/runtime/logger';
 import type { PrivateRedis } from '@niclab/shared/runtime/private-redis';
@@ -14,32 +16,6 @@ import { VERSION } from '@niclab/shared/runtime/version';
 // The API, coordinator, agent and lab are imported when a command runs them: a client command
 // (`niclab agents`, `niclab run`) loaded all of them first, 1.3 s of CPU before its request.
 
-const USAGE = `niclab ${VERSION}: benchmark network interfaces across lab hosts
-
-Usage:
-  niclab start                 API + coordinator + a local agent (id "local"), and a private
-                               redis-server when REDIS_URL is unset
-  niclab api [--no-coordinator]
-                               the REST API on NICLAB_HOST:NICLAB_PORT (default 127.0.0.1:8080)
-  niclab agent [--id ID]       an agent for this host (default id: NICLAB_AGENT_ID or the hostname)
-  niclab coordinator           a coordinator alone (turns jobs into runs)
-  niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
-                [--labels "A,B,C:rack=a;D,E,F:rack=b"]
-                               (root) a virtual lab: one network namespace and agent per host
-  niclab lab add [--labels rack=a] [--rate 100mbit|none] [--name nl]
-                               (root) one more host on a lab that is up, its agent with those labels
-  niclab lab status|down [--name nl]
-  niclab token NAME [--scope read|run|admin]
-                               a new API token, and its policy-file entry (the API keeps only the hash)
-
-${CLIENT_USAGE}
-
-Environment: REDIS_URL (redis://host:port, rediss://…, unix:///path), NICLAB_PREFIX, NICLAB_HOST,
-NICLAB_PORT, NICLAB_AGENT_ID, NICLAB_HEARTBEAT_SECONDS, NICLAB_SETUP_SECONDS, NICLAB_TASK_LOCK_SECONDS,
-NICLAB_LOG_LEVEL, NICLAB_LAB,
-NICLAB_DATA_DIR, NICLAB_COORDINATOR, NICLAB_RETENTION_DAYS, NICLAB_RETENTION_JOBS,
-NICLAB_RESULTS_RETENTION_DAYS, NICLAB_POLICY_FILE, NICLAB_AUTH, NICLAB_TLS_CERT_FILE,
-NICLAB_TLS_KEY_FILE, NICLAB_AGENT_LABELS, NICLAB_API, NICLAB_TOKEN. See README.md.`;
 
 type Stopper = () => Promise<void>;
 
@@ -111,7 +87,8 @@ async function main(argv: string[]): Promise<void> {
   });
   const command = positionals[0];
   if (values.version) return void console.log(VERSION);
-  if (values.help || !command) return void console.log(USAGE);
+  // `niclab lab --help`: that command's lines of the usage; `niclab --help`, all of it.
+  if (values.help || !command) return void console.log((command && helpFor(USAGE, command)) || USAGE);
   if (!['start', 'api', 'agent', 'coordinator', 'lab', 'token'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (command === 'token') return printToken(positionals[1], values.scope ?? 'run', await import('@niclab/api/policy'));
 

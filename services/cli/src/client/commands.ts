@@ -11,6 +11,7 @@ import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { combineHeadline } from '@niclab/shared/domain/test-kinds/kind';
 import { measuresHeadline } from '@niclab/shared/domain/flow-tests';
 import { Api, ClientError } from './http.js';
+import { helpFor } from '../help.js';
 import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
 
 export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules'] as const;
@@ -57,6 +58,7 @@ const RUN_OPTIONS = {
 } as const;
 
 const COMMON = {
+  help: { type: 'boolean', short: 'h' },
   api: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
@@ -146,8 +148,10 @@ async function saveSvg(api: Api, path: string, file: string, out: Out): Promise<
 /** Runs one scripting command; returns the process exit code. */
 export async function clientCommand(command: string, argv: string[], ctx: ClientContext): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...COMMON, ...RUN_OPTIONS } });
-  const api = new Api(values.api ?? ctx.env.api, values.token ?? ctx.env.token);
   const { out } = ctx;
+  // `niclab run --help`: that command's lines of the usage, exit 0.
+  if (values.help) return out(helpFor(CLIENT_USAGE, command) ?? CLIENT_USAGE), 0;
+  const api = new Api(values.api ?? ctx.env.api, values.token ?? ctx.env.token);
   const print = (value: unknown) => out(JSON.stringify(value, null, 2));
   try {
     switch (command) {
