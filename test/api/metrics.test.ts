@@ -178,7 +178,7 @@ test('a rate search that succeeded is each link\'s latest search result per size
     { sweep: { direction: ['forward', 'reverse'] } },
   );
   assert.equal(before, false, 'nothing before the job ends');
-  const labels = (src: string, dst: string) => `{src_agent="${src}",src_interface="${src === 'A' ? 'eth1' : 'eth2'}",dst_agent="${dst}",dst_interface="${dst === 'A' ? 'eth1' : 'eth2'}",engine="builtin",algorithm="binary",target="ndr",loss_ratio="0",packet_size="1000",schedule=""}`;
+  const labels = (src: string, dst: string) => `{src_agent="${src}",src_interface="${src === 'A' ? 'eth1' : 'eth2'}",dst_agent="${dst}",dst_interface="${dst === 'A' ? 'eth1' : 'eth2'}",engine="builtin",algorithm="binary",target="ndr",loss_ratio="0",exceed_ratio="",packet_size="1000",schedule=""}`;
   const value = (name: string, src: string) => lines.find((l) => l.startsWith(`niclab_search_rate_${name}${labels(src, src === 'A' ? 'B' : 'A')}`))?.split(' ').at(-1);
   assert.deepEqual(lines.sort(), [
     `niclab_search_rate_packets_per_second${labels('A', 'B')} 4000`,
@@ -194,15 +194,21 @@ test('an MLRsearch that succeeded leaves series per goal: each goal\'s relevant 
   // Loses everything above 3,000 datagrams/s: the NDR is at most 3,000, the PDR 0.5% at most 3,000 / 0.995.
   const { before, lines } = await searchSeries({ algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, goals: [{ lossRatio: 0, durationSum: 1 }, { lossRatio: 0.005, durationSum: 1 }] }, (offered) => Math.max(0, offered - 3000));
   assert.equal(before, false, 'nothing before the job ends');
-  const rate = (loss: string, target: string) => Number(lines.find((l) => l.startsWith(`niclab_search_rate_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
+  const rate = (loss: string, target: string, exceed = '0.5') => Number(lines.find((l) => l.startsWith(`niclab_search_rate_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",exceed_ratio="${exceed}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
   const ndr = rate('0', 'ndr');
   const pdr = rate('0.005', 'pdr');
   assert.ok(ndr <= 3000 && ndr >= 3000 * 0.99, `NDR ${ndr}`);
   assert.ok(pdr <= 3000 / 0.995 && pdr >= 3000 / 0.995 * 0.99 && pdr > ndr, `PDR ${pdr}`);
   // The conditional throughput: the NDR's lower bound lost nothing; above 3,000 the path loses
   // all the excess, so whatever the PDR's lower bound, what it forwarded is 3,000.
-  const conditional = (loss: string, target: string) => Number(lines.find((l) => l.startsWith(`niclab_search_conditional_throughput_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
+  const conditional = (loss: string, target: string, exceed = '0.5') => Number(lines.find((l) => l.startsWith(`niclab_search_conditional_throughput_packets_per_second{src_agent="A",src_interface="eth1",dst_agent="B",dst_interface="eth2",engine="builtin",algorithm="mlrsearch",target="${target}",loss_ratio="${loss}",exceed_ratio="${exceed}",packet_size="1000",schedule=""} `))?.split(' ').at(-1));
   assert.equal(conditional('0', 'ndr'), ndr);
   assert.ok(Math.abs(conditional('0.005', 'pdr') - 3000) <= 1, `PDR conditional ${conditional('0.005', 'pdr')}`);
   assert.equal(lines.length, 6, lines.join('\n'));
+});
+
+test('two MLRsearch goals of one loss ratio are two series, told apart by their exceed ratios (one overwrote the other)', async () => {
+  const { lines } = await searchSeries({ algorithm: 'mlrsearch', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 4000 }, goals: [{ lossRatio: 0.005, durationSum: 1 }, { lossRatio: 0.005, exceedRatio: 0, durationSum: 1 }] }, (offered) => Math.max(0, offered - 3000));
+  const rates = lines.filter((l) => l.startsWith('niclab_search_rate_packets_per_second{'));
+  assert.deepEqual(rates.map((l) => /exceed_ratio="([^"]*)"/.exec(l)?.[1]).sort(), ['0', '0.5'], rates.join('\n'));
 });

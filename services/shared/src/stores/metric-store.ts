@@ -124,10 +124,10 @@ export class MetricStore implements JobObserver {
   /** Every link's latest search results, parsed (a few per link: one per size and target). */
   async searchLinks(): Promise<{ labels: SearchLabels; values: SearchValues }[]> {
     const raw = await this.redis.hgetall(this.keys.searchLinks);
-    // Entries written before the series had `algorithm` are never overwritten by a later search: left out, not shown beside it.
+    // Entries written before the series had `algorithm` or `exceed_ratio` are never overwritten by a later search: left out, not shown beside it.
     return Object.entries(raw)
       .map(([labels, values]) => ({ labels: JSON.parse(labels) as SearchLabels, values: JSON.parse(values) as SearchValues }))
-      .filter(({ labels }) => labels.algorithm !== undefined);
+      .filter(({ labels }) => labels.algorithm !== undefined && labels.exceed_ratio !== undefined);
   }
 
   /** The links as stored: JSON of the labels → JSON of the values (/metrics parses only what changed). */

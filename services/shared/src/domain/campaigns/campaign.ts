@@ -103,6 +103,8 @@ export interface SearchLabels {
   target: string;
   /** The loss ratio the rate met: 0 for an NDR. */
   loss_ratio: string;
+  /** An MLRsearch goal's exceed ratio (two goals of one loss ratio are two series); empty for a binary search, which has none. */
+  exceed_ratio: string;
   packet_size: string;
   schedule: string;
 }

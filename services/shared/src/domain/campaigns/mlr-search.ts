@@ -280,10 +280,10 @@ export const mlrSearch: Campaign = {
   reportSection: (job, finished) => ({ mlrSearches: mlrSearchResults(job.spec, finished) }),
   tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...mlrSearchTable(job.spec, report.mlrSearches ?? [])] }),
   // Each goal's Relevant Lower Bound, the highest load that met it, as the binary search's rate
-  // found, and its Conditional Throughput: a series per goal (its loss ratio). A goal with no
+  // found, and its Conditional Throughput: a series per goal (its loss and exceed ratios). A goal with no
   // lower bound leaves none.
   searchLinks: (job, finished) => mlrSearchResults(job.spec, finished).flatMap((result) => result.goals.flatMap((goal) =>
-    pointSearchLinks(job, result.point, { algorithm: 'mlrsearch', target: goal.goal.lossRatio === 0 ? 'ndr' : 'pdr', loss_ratio: String(goal.goal.lossRatio), packet_size: String(result.packetSize) }, goal.relevantLowerBound, goal.conditionalThroughput))),
+    pointSearchLinks(job, result.point, { algorithm: 'mlrsearch', target: goal.goal.lossRatio === 0 ? 'ndr' : 'pdr', loss_ratio: String(goal.goal.lossRatio), exceed_ratio: String(goal.goal.exceedRatio), packet_size: String(result.packetSize) }, goal.relevantLowerBound, goal.conditionalThroughput))),
   // Each goal's relevant bounds, and its conditional throughput as the rate compared.
   searchRates: (job, finished) => mlrSearchResults(job.spec, finished).flatMap((result) => result.goals.map((goal) => ({
     point: result.point, algorithm: 'mlrsearch', lossRatio: goal.goal.lossRatio, exceedRatio: goal.goal.exceedRatio ?? null,

@@ -329,7 +329,7 @@ function searchTable(spec: JobSpec, searches: NonNullable<Report['searches']>): 
  * A rate found at a point as each of its links' latest search result: per direction of each
  * pair (a leg's sender is `src`), labelled by what the rate met. `rate` null: nothing found, no series.
  */
-export function pointSearchLinks(job: Job, point: SweepPoint, what: Pick<SearchLabels, 'algorithm' | 'target' | 'loss_ratio' | 'packet_size'>, rate: Omit<SearchValues, 'endedAt' | 'conditionalPacketsPerSecond'> | null, conditional?: { packetsPerSecond: number } | null): SearchLink[] {
+export function pointSearchLinks(job: Job, point: SweepPoint, what: Pick<SearchLabels, 'algorithm' | 'target' | 'loss_ratio' | 'exceed_ratio' | 'packet_size'>, rate: Omit<SearchValues, 'endedAt' | 'conditionalPacketsPerSecond'> | null, conditional?: { packetsPerSecond: number } | null): SearchLink[] {
   if (!rate) return [];
   const endedAt = Date.parse(job.finishedAt ?? new Date().toISOString()) / 1000;
   const { packetsPerSecond, bitsPerSecond, wireBitsPerSecond } = rate;
@@ -359,7 +359,7 @@ export const rateSearch: Campaign = {
   tableLines: (job, report) => ({ replacesPoints: true, lines: ['', ...searchTable(job.spec, report.searches ?? [])] }),
   // The rate found at each point; a point that found nothing leaves no series.
   searchLinks: (job, finished) => searchResults(job.spec, finished).flatMap((result) =>
-    pointSearchLinks(job, result.point, { algorithm: 'binary', target: result.target, loss_ratio: String(result.allowedLossRatio), packet_size: String(result.packetSize) }, result.found)),
+    pointSearchLinks(job, result.point, { algorithm: 'binary', target: result.target, loss_ratio: String(result.allowedLossRatio), exceed_ratio: '', packet_size: String(result.packetSize) }, result.found)),
   // Its bracket: the rate found (the highest that passed) below the lowest that failed; the
   // rate compared is what it forwarded there, as an MLRsearch's conditional throughput is: the
   // rate found less the worst loss of its trials at that rate.

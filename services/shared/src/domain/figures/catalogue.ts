@@ -553,7 +553,7 @@ export const FIGURES: readonly Figure[] = [
   // ---- Rate search (RFC 2544) ------------------------------------------------------------------
   {
     name: 'searchFound',
-    meaning: 'The highest offered rate per flow that passed all its trials (NDR or PDR), as packets/s, payload and wire bits/s, and over all flows. Its series in /metrics also carry each MLRsearch goal\'s Relevant Lower Bound (algorithm="mlrsearch", by loss_ratio).',
+    meaning: 'The highest offered rate per flow that passed all its trials (NDR or PDR), as packets/s, payload and wire bits/s, and over all flows. Its series in /metrics also carry each MLRsearch goal\'s Relevant Lower Bound (algorithm="mlrsearch", by loss_ratio and exceed_ratio).',
     unit: 'datagrams/s', display: WHOLE('pps'), better: 'higher', domain: POSITIVE,
     kinds: ['stream'], engines: BOTH,
     computed: 'The binary search’s highest passing rate; bitsPerSecond = pps × packetSize × 8; wireBitsPerSecond = pps × (packetSize + 66) × 8 (IPv4 Ethernet); totalPacketsPerSecond = pps × flows.',
