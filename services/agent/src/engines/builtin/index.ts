@@ -3,8 +3,8 @@ import type { Engine, EngineOutcome } from '../engine.js';
 import { runNodeChild, siblingScript } from '../child.js';
 import type { TcpChildInput, TcpChildResult } from './tcp-ends.js';
 import type { UdpChildInput, UdpChildResult } from './udp-child.js';
-import type { ProbeChildInput, ProbeChildResult } from './probe-child.js';
-import type { RrChildResult } from './rr-child.js';
+import type { ProbeChildInput } from './probe-child.js';
+import type { Measured } from '@niclab/shared/domain/test-kinds/measured';
 import { RUNNERS, type RunnerScript } from './runners.js';
 import { tcpSocketBufferSupport } from './sockopt.js';
 
@@ -34,7 +34,7 @@ export const builtinEngine: Engine = {
       input.startAt = task.startAt;
     }
     let port: number | null = task.role === 'sender' ? task.peer.port : null;
-    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult> & Partial<ProbeChildResult> & RrChildResult>(script, input, context.signal, {
+    const outcome = await runNodeChild<TcpChildResult & Partial<UdpChildResult> & { measured?: Measured }>(script, input, context.signal, {
       ready: (listening) => {
         port = listening;
         context.ready(listening);
