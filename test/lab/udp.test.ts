@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ENGINE_EXTRA_PACKETS } from '@niclab/shared/domain/attribution';
 import { bareIperf3Udp, flow, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, steadyRate, watchRxPackets, type TestLab } from '../helpers/lab.js';
 
 const middle = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
@@ -26,6 +27,7 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
   async function atReceiver<T>(to: string, packetSize: number, seconds: number, measure: () => Promise<T>) {
     const receiver = host(to);
     const rcvbuf = await snmpCounter(receiver.namespace, 'Udp', 'RcvbufErrors');
+    const delivered = await snmpCounter(receiver.namespace, 'Udp', 'InDatagrams');
     const watch = watchRxPackets(receiver.agentPid!);
     let samples;
     let result: T;
@@ -49,6 +51,8 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
       /** Datagrams the NIC received over the whole run (a few frames of ARP aside). */
       datagrams: steady.packets / frames,
       rcvbufErrors: (await snmpCounter(receiver.namespace, 'Udp', 'RcvbufErrors')) - rcvbuf,
+      /** Datagrams C's kernel delivered to a UDP socket (its Udp InDatagrams): the test's alone, where the NIC's count also has ARP and the engines' TCP control. */
+      delivered: (await snmpCounter(receiver.namespace, 'Udp', 'InDatagrams')) - delivered,
     };
   }
 
@@ -144,7 +148,7 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
 
   let shapedLoss: { niclab: number; bare: number; nominal: number } | undefined;
 
-  test('offered above a 100 Mbit/s link: the loss is the shaper\'s alone, as nominal and as bare iperf3 -u at the same offered rate (alternating); received as C\'s NIC counted', async (ctx) => {
+  test('offered above a 100 Mbit/s link: the loss is the shaper\'s alone, as nominal and as bare iperf3 -u at the same offered rate (alternating); received as C\'s kernel delivered', async (ctx) => {
     const PPS = 12_000;
     const PACKET = 1400;
     // 4 MiB holds a quarter second of what reaches C: a receiver that keeps up, on a machine whose
@@ -164,15 +168,20 @@ describe('builtin UDP at a constant packet rate on the lab', { skip: NOT_ROOT },
       runs.push({ niclab, bare });
     }
     for (const { niclab: n, bare: b } of runs) {
-      ctx.diagnostic(`${PPS / 1000} kpps x ${PACKET} B (${((PPS * PACKET * 8) / 1e6).toFixed(0)} Mbit/s) into 100 Mbit/s (nominal loss ${nominal.toFixed(3)}): niclab lossRatio ${n.result.udp.lossRatio.toFixed(3)}, sent ${n.result.udp.sent}, received ${n.result.udp.received}, lost ${n.result.udp.lost}, shaper drops ${n.shaper}, C's NIC ${n.datagrams}, RcvbufErrors +${n.rcvbufErrors} | bare iperf3 -u lossRatio ${b.result.lossRatio.toFixed(3)}, sent ${b.result.sent}, lost ${b.result.lost}, shaper drops ${b.shaper}, RcvbufErrors +${b.rcvbufErrors}`);
+      ctx.diagnostic(`${PPS / 1000} kpps x ${PACKET} B (${((PPS * PACKET * 8) / 1e6).toFixed(0)} Mbit/s) into 100 Mbit/s (nominal loss ${nominal.toFixed(3)}): niclab lossRatio ${n.result.udp.lossRatio.toFixed(3)}, sent ${n.result.udp.sent}, received ${n.result.udp.received}, lost ${n.result.udp.lost}, shaper drops ${n.shaper}, C's NIC ${n.datagrams}, C's UDP InDatagrams ${n.delivered}, RcvbufErrors +${n.rcvbufErrors} | bare iperf3 -u lossRatio ${b.result.lossRatio.toFixed(3)}, sent ${b.result.sent}, lost ${b.result.lost}, shaper drops ${b.shaper}, RcvbufErrors +${b.rcvbufErrors}`);
     }
-    for (const { niclab: { result: { udp }, shaper, datagrams, rcvbufErrors } } of runs) {
+    for (const { niclab: { result: { udp }, shaper, datagrams, delivered, rcvbufErrors } } of runs) {
       // About 8.7 kpps reach C, with a quarter second of socket buffer: a receiver that keeps up drops nothing there.
       assert.equal(rcvbufErrors, 0, `C's UdpRcvbufErrors grew by ${rcvbufErrors} at ~${((100e6 * payloadShare(PACKET)) / (PACKET * 8)).toFixed(0)} pps`);
       // Every datagram niclab calls lost is one the shaper dropped (A's side is unshaped, C's socket dropped none).
       assert.ok(Math.abs(udp.lost - shaper) <= Math.max(20, udp.sent * 0.002), `niclab lost ${udp.lost}, the shaper dropped ${shaper}`);
-      // Independent of lost := sent - received: what C's NIC received, niclab's receiver got.
-      assert.ok(udp.received <= datagrams && datagrams - udp.received <= 10, `C's NIC received ${datagrams} datagrams, niclab's receiver ${udp.received}`);
+      // Independent of lost := sent - received: what C's kernel delivered to UDP sockets, niclab's
+      // receiver counted, but for the sender's end-of-test datagrams (at most
+      // ENGINE_EXTRA_PACKETS.builtin, 8). The NIC's count is only an upper bound: it also holds
+      // ARP and the TCP control connection's frames, 5-12 more on a loaded machine.
+      assert.ok(udp.received <= datagrams, `C's NIC received ${datagrams} datagrams, fewer than niclab's receiver's ${udp.received}`);
+      const extra = delivered - udp.received;
+      assert.ok(extra >= 0 && extra <= ENGINE_EXTRA_PACKETS.builtin, `C's kernel delivered ${delivered} UDP datagrams, niclab's receiver counted ${udp.received}`);
     }
     const loss = middle(runs.map((r) => r.niclab.result.udp.lossRatio));
     const bareLoss = middle(runs.map((r) => r.bare.result.lossRatio));

@@ -6,6 +6,10 @@ import { parse } from 'yaml';
 import { command } from '@niclab/shared/runtime/command';
 import { flow, NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
 import { waitFor } from '../helpers/processes.js';
+import { syntheticSchedule } from '../helpers/changes.js';
+import { createRedis } from '@niclab/shared/runtime/redis';
+import { jobStore } from '@niclab/shared/stores/job-queue';
+import { Keys } from '@niclab/shared/stores/keys';
 import { DEPLOY, RULES, startPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 
 const DASHBOARDS = join(DEPLOY, 'grafana/dashboards');
@@ -133,6 +137,15 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
       { engine: 'builtin', protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 500 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 2000 }, goals: [{ lossRatio: 0.005, finalTrialDuration: 1, durationSum: 1 }] } },
     ]) {
       await t.client.succeed({ duration: 1, flows: [flow('A', 'B')], ...spec }, 60_000);
+    }
+    // A schedule's history with a 10% step (synthetic runs, saved as the coordinator saves
+    // them): an open change point for the regression alert and the change-point families.
+    const redis = createRedis(t.env.REDIS_URL!);
+    try {
+      const fire = syntheticSchedule(jobStore(redis, new Keys(t.env.NICLAB_PREFIX!)).store, 'synthetic-step');
+      for (const mbit of [...Array(12).fill(100), ...Array(6).fill(90)] as number[]) await fire(mbit, mbit * 125_000);
+    } finally {
+      redis.disconnect();
     }
     // The same link again once Prometheus has its first result: the result changes under its eyes.
     await waitFor('the rr result scraped', async () => ((await query('niclab_link_rtt_seconds')).data?.result.length ?? 0) > 0, 30_000);

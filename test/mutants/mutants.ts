@@ -26,7 +26,46 @@ const MLR_TEST = 'test/shared/mlrsearch.test.ts';
 const MLR_CAMPAIGN = 'services/shared/src/domain/campaigns/mlr-search.ts';
 const MLR_CAMPAIGN_TEST = 'test/coordinator/mlr-search.test.ts';
 
+const CHANGES = 'services/shared/src/stores/changes.ts';
+const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
+
 export const MUTANTS: Mutant[] = [
+  {
+    id: 'change-raised-again',
+    what: 'a change point already stored is raised again when later runs move its step by a run (no runs either side of it are checked)',
+    file: CHANGES,
+    from: 'const near = points.slice(Math.max(0, step.index - EDGE), step.index + EDGE + 1).map((p) => p.r);',
+    to: 'const near = [points[step.index]!.r];',
+    tests: ['test/api/changes.test.ts'],
+    pattern: 'not three',
+  },
+  {
+    id: 'change-environment-one-run-off',
+    what: "a change point's 'what changed' compares the two runs before the step, so it names nothing",
+    file: CHANGES,
+    from: 'const [last, first] = [points[step.index - 1]!, points[step.index]!];',
+    to: 'const [last, first] = [points[step.index - 2] ?? points[step.index - 1]!, points[step.index - 1]!];',
+    tests: ['test/api/changes.test.ts'],
+    pattern: 'not raised again',
+  },
+  {
+    id: 'edivisive-merge-neighbour',
+    what: "the merge step recomputes the removed point's left neighbour, where Otava recomputes the two to its right: other change points than Otava's",
+    file: EDIVISIVE,
+    from: 'for (const index of [at, at + 1]) {',
+    to: 'for (const index of [at - 1, at].filter((i) => i >= 0)) {',
+    tests: ['test/shared/changes.test.ts'],
+    pattern: "Otava's own code",
+  },
+  {
+    id: 'change-segment-ignored',
+    what: 'a step is reported with a single run after it (minSegment ignored): noise at the tail raises false change points',
+    file: 'services/shared/src/domain/changes/detect.ts',
+    from: 'if (left.length < options.minSegment || right.length < options.minSegment) return;',
+    to: 'if (left.length < 1 || right.length < 1) return;',
+    tests: ['test/shared/changes.test.ts'],
+    pattern: 'clean 10% step|no step in normal',
+  },
   {
     id: 'mlr-receiver-drops-ignored',
     what: "an MLRsearch trial whose receiving host's own sockets dropped datagrams classifies a load as the path's loss",

@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { command } from '@niclab/shared/runtime/command';
 import type { AgentInterface, EndDiagnostics, NicDelta } from '@niclab/shared/domain/contract';
 import { isInterfaceName } from '@niclab/shared/domain/names';
+import { VERSION } from '@niclab/shared/runtime/version';
 
 const SYS = '/sys/class/net';
 
@@ -118,8 +119,58 @@ export async function primeDriverInfo(names: string[]): Promise<void> {
   await Promise.all(names.map((name) => driverInfo(name)));
 }
 
-/** What a comparison needs to know about the host under an end: kernel, driver, firmware, link, buffer limits. */
+/** The qdiscs of an interface as found (`tc -j qdisc show`): kind, handle, parent and the options tc prints; null without tc. */
+async function readQdiscs(name: string): Promise<Environment['qdiscs']> {
+  try {
+    const raw = JSON.parse(await command('tc', ['-j', 'qdisc', 'show', 'dev', name])) as { kind?: unknown; handle?: unknown; parent?: unknown; root?: unknown; options?: unknown }[];
+    return raw.map((q) => ({
+      kind: String(q.kind),
+      handle: String(q.handle),
+      parent: q.root === true ? 'root' : String(q.parent ?? ''),
+      options: typeof q.options === 'object' && q.options !== null ? (q.options as Record<string, unknown>) : {},
+    }));
+  } catch {
+    return null;
+  }
+}
+
+/** The CPU's model name, as /proc/cpuinfo gives it for the first CPU. */
+async function cpuModel(): Promise<string | null> {
+  const info = await read('/proc/cpuinfo');
+  return info?.match(/^model name\s*:\s*(.+)$/m)?.[1]?.trim() ?? null;
+}
+
+/**
+ * The host under an end, as found at the start of the run (not only as niclab tuned it): what a
+ * comparison reads, and what a change point names when it differs between two runs.
+ */
 export async function readEnvironment(iface: AgentInterface): Promise<Environment> {
-  const [{ driver, firmware }, rmemMax, wmemMax] = await Promise.all([driverInfo(iface.name), read('/proc/sys/net/core/rmem_max'), read('/proc/sys/net/core/wmem_max')]);
-  return { kernel: release(), driver: driver ?? iface.driver, firmware, mtu: iface.mtu, speedBitsPerSecond: iface.speedBitsPerSecond, rmemMax: int(rmemMax), wmemMax: int(wmemMax) };
+  const [{ driver, firmware }, rmemMax, wmemMax, qdiscs, congestionControl, tcpRmem, tcpWmem, model, governor] = await Promise.all([
+    driverInfo(iface.name),
+    read('/proc/sys/net/core/rmem_max'),
+    read('/proc/sys/net/core/wmem_max'),
+    readQdiscs(iface.name),
+    read('/proc/sys/net/ipv4/tcp_congestion_control'),
+    read('/proc/sys/net/ipv4/tcp_rmem'),
+    read('/proc/sys/net/ipv4/tcp_wmem'),
+    cpuModel(),
+    read('/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor'),
+  ]);
+  const spaced = (text: string | null) => text?.split(/\s+/).join(' ') ?? null;
+  return {
+    kernel: release(),
+    driver: driver ?? iface.driver,
+    firmware,
+    mtu: iface.mtu,
+    speedBitsPerSecond: iface.speedBitsPerSecond,
+    rmemMax: int(rmemMax),
+    wmemMax: int(wmemMax),
+    qdiscs,
+    congestionControl,
+    tcpRmem: spaced(tcpRmem),
+    tcpWmem: spaced(tcpWmem),
+    cpuModel: model,
+    cpuGovernor: governor,
+    niclabVersion: VERSION,
+  };
 }

@@ -5,6 +5,7 @@
  */
 import type { Agent } from '@niclab/shared/domain/contract';
 import { PLACES, VERDICTS } from '@niclab/shared/domain/attribution';
+import type { ChangePoint } from '@niclab/shared/stores/changes';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
 
 /** A gauge's p50/p90/p99 as quantile-labelled samples (none when absent). */
@@ -34,6 +35,8 @@ export interface Snapshot {
   queue: Record<string, number>;
   leasesHeld: number;
   histograms: Record<HistogramName, { buckets: [string, number][]; sum: number; count: number }>;
+  /** Every stored change point. */
+  changes: ChangePoint[];
 }
 
 export type FamilyType = 'gauge' | 'counter' | 'histogram';
@@ -91,6 +94,19 @@ const HISTOGRAM_HELP: Record<HistogramName, string> = {
   job_queue_wait_seconds: 'Jobs from submission to start (seconds).',
 };
 
+/** Change points by schedule, figure and verdict (bounded: schedules × 5 figures × 2), those kept by `pick`; `value` of each group. */
+function changeSamples(s: Snapshot, pick: (c: ChangePoint) => boolean, value: (group: ChangePoint[]) => number): Sample[] {
+  const groups = new Map<string, ChangePoint[]>();
+  for (const c of s.changes.filter(pick)) {
+    const key = JSON.stringify([c.series.schedule, c.series.figure, c.verdict]);
+    groups.set(key, [...(groups.get(key) ?? []), c]);
+  }
+  return [...groups].map(([key, group]) => {
+    const [schedule, figure, verdict] = JSON.parse(key) as string[];
+    return { labels: { schedule: schedule!, figure: figure!, verdict: verdict! }, value: value(group) };
+  });
+}
+
 /** The fleet's families, in the order they are written. */
 /** A sample per link's latest search that has the value (an MLRsearch's conditional throughput; a binary search has none). */
 const searchSamples = (s: Snapshot, value: (v: SearchValues) => number | undefined): Sample[] =>
@@ -126,6 +142,10 @@ export const FLEET_FAMILIES: Family[] = [
   { name: 'niclab_agent_up', help: '1 while the agent heartbeats, 0 once it missed three heartbeats or stopped.', type: 'gauge', samples: (s) => s.agents.map((a) => ({ labels: { agent: a.id }, value: a.online ? 1 : 0 })) },
   interfaceGauge('niclab_interface_speed_bits_per_second', 'Link speed the driver reports (absent where it reports none, e.g. lo).', (i) => i.speedBitsPerSecond),
   interfaceGauge('niclab_interface_mtu_bytes', 'Interface MTU.', (i) => i.mtu),
+  // Change points in the schedules' series (GET /v1/changes).
+  { name: 'niclab_change_points_total', help: "Change points found in the schedules' series, acknowledged or not, by schedule, figure and verdict (better or worse).", type: 'counter', samples: (s) => changeSamples(s, () => true, (g) => g.length) },
+  { name: 'niclab_change_points_open', help: 'Change points not acknowledged, by schedule, figure and verdict: the alert NiclabRegression fires on verdict="worse".', type: 'gauge', samples: (s) => changeSamples(s, (c) => c.acknowledged === null, (g) => g.length) },
+  { name: 'niclab_change_point_last_timestamp_seconds', help: 'When the newest open change point was found (Unix time), by the same labels: a Grafana annotation query.', type: 'gauge', samples: (s) => changeSamples(s, (c) => c.acknowledged === null, (g) => Math.max(...g.map((c) => Date.parse(c.detectedAt) / 1000))) },
   { name: 'niclab_leases_held', help: 'Interfaces a run holds a lease on now.', type: 'gauge', samples: (s) => [{ labels: {}, value: s.leasesHeld }] },
 ];
 

@@ -4,6 +4,7 @@
  * exposition.ts. Only the HTTP request histogram and the process metrics are this replica's
  * own; they alone go through prom-client.
  */
+import type { ChangeStore } from '@niclab/shared/stores/changes';
 import type { Queue } from 'bullmq';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
@@ -20,6 +21,7 @@ export interface MetricsSources {
   agents: AgentRegistry;
   leases: Leases;
   jobsQueue: Queue;
+  changes: ChangeStore;
 }
 
 export interface Metrics {
@@ -33,7 +35,7 @@ export interface Metrics {
 }
 
 export function createMetrics(sources: MetricsSources): Metrics {
-  const { store, metricStore, agents, leases, jobsQueue } = sources;
+  const { store, metricStore, agents, leases, jobsQueue, changes } = sources;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
@@ -53,13 +55,14 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // Three round trips, whatever the fleet: the agents' ids, then their records (with everything
   // else beside them), then their leases.
   const read = async (): Promise<Snapshot> => {
-    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms] = await Promise.all([
+    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms, changeList] = await Promise.all([
       metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), metricStore.counts('firings'), jobsQueue.getJobCounts(...QUEUE_STATES),
       store.countByStatus(JOB_STATUSES),
       Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
+      changes.all(),
     ]);
     const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
-    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'] };
+    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList };
   };
   const requests = new Histogram({
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',

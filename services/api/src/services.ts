@@ -7,6 +7,7 @@ import type { JobStore } from '@niclab/shared/stores/job-store';
 import { createJobsQueue, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { MetricStore } from '@niclab/shared/stores/metric-store';
 import type { Results } from '@niclab/shared/stores/results';
+import type { ChangeStore } from '@niclab/shared/stores/changes';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
@@ -27,6 +28,8 @@ export interface ApiServices {
   store: JobStore;
   /** The history of run summaries (/v1/results). */
   results: Results;
+  /** Change points in the schedules' series (/v1/changes). */
+  changes: ChangeStore;
   /** /metrics' counts in Redis, kept by the store's observers. */
   metricStore: MetricStore;
   agents: AgentRegistry;
@@ -47,18 +50,18 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = createJobsQueue(redis, keys);
-  const { store, metricStore, results } = jobStore(redis, keys);
+  const { store, metricStore, results, changes } = jobStore(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log }, policy);
   const events = new EventHub(redis, keys);
   const leases = new Leases(redis, keys);
   return {
-    config, policy, log, keys, redis, jobsQueue, store, results, metricStore, agents, leases, schedules, events,
+    config, policy, log, keys, redis, jobsQueue, store, results, changes, metricStore, agents, leases, schedules, events,
     cancels: new CancelBus(redis, keys),
     requestCounts: new RequestCounts(redis, keys),
     // An Idempotency-Key remembers the job it created for a day.
     idempotencyKeys: new IdempotencyKeys(redis, keys, 24 * 3600),
-    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases }),
+    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases, changes }),
     async close() {
       events.close();
       await schedules.close();

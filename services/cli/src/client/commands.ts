@@ -1,5 +1,5 @@
 /**
- * The scripting commands: `niclab run|jobs|job|cancel|agents|report|compare|schedules`, all
+ * The scripting commands: `niclab run|jobs|job|cancel|agents|report|compare|schedules|changes`, all
  * through the REST API (`--api URL` or NICLAB_API, `--token` or NICLAB_TOKEN).
  */
 import { writeFile } from 'node:fs/promises';
@@ -14,7 +14,7 @@ import { Api, ClientError } from './http.js';
 import { helpFor } from '../help.js';
 import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
 
-export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules'] as const;
+export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules', 'changes'] as const;
 
 const RUN_OPTIONS = {
   from: { type: 'string', multiple: true },
@@ -73,6 +73,12 @@ const COMMON = {
   tz: { type: 'string' },
   'min-change': { type: 'string' },
   metric: { type: 'string' },
+  schedule: { type: 'string' },
+  agent: { type: 'string' },
+  figure: { type: 'string' },
+  since: { type: 'string' },
+  as: { type: 'string' },
+  note: { type: 'string' },
 } as const;
 
 export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or NICLAB_API, default http://127.0.0.1:8080;
@@ -115,6 +121,11 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       fan-in's bars, a single run's intervals; A/B bars with the verdict) as SVG to FILE.
   niclab schedules [list | show NAME | pause NAME | resume NAME | delete NAME]
   niclab schedules create NAME (--every SECONDS | --cron "0 2 * * *" [--tz Europe/Berlin]) RUN-OPTIONS
+  niclab changes [--schedule S] [--agent A] [--figure bitsPerSecond] [--since 2026-11-01] [--limit N]
+      The change points found in the schedules' series: between which runs, the step with its
+      95% interval, better or worse, and what changed at either end between those runs.
+  niclab changes ack ID --as expected|known-regression [--note "new kernel"]
+      Acknowledges one: it is no longer open in /metrics, and its step is not raised again.
   --json prints the API's JSON instead of tables.`;
 
 type Out = (line: string) => void;
@@ -210,6 +221,8 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
       }
       case 'schedules':
         return await schedules(api, positionals, values as RunOptions & typeof values, ctx);
+      case 'changes':
+        return await changes(api, positionals, values, ctx);
     }
     throw new ArgumentError(`unknown command "${command}"`);
   } catch (error) {
@@ -320,4 +333,46 @@ async function schedules(api: Api, positionals: string[], o: RunOptions & { json
       return 0;
   }
   throw new ArgumentError(`schedules: unknown action "${action}" (list, show, create, pause, resume, delete)`);
+}
+
+type Change = { id: string; series: { schedule: string; flowIndex: number; src: { agent: string; interface: string }; dst: { agent: string; interface: string }; point: Record<string, unknown>; figure: string }; unit: string; verdict: string; before: { finishedAt: string; mean: number }; after: { finishedAt: string; mean: number }; relative: number | null; relativeInterval: [number, number] | null; difference: number; changed: { end: string; agent: string; field: string; before: unknown; after: unknown }[]; acknowledged: { as: string; note: string } | null };
+
+/** One change point as a row: its series, when, the step (relative when it can be), and what changed. */
+function changeLine(c: Change): string[] {
+  const percent = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+  const step = c.relative !== null && c.relativeInterval ? `${percent(c.relative)} [${percent(c.relativeInterval[0])}, ${percent(c.relativeInterval[1])}]` : `${c.difference.toPrecision(3)} ${c.unit}`;
+  const changed = c.changed.map((x) => `${x.end} ${x.agent} ${x.field}: ${JSON.stringify(x.before)} -> ${JSON.stringify(x.after)}`).join('; ') || '-';
+  return [c.id.slice(0, 25), c.series.schedule, `${c.series.src.agent}:${c.series.src.interface}->${c.series.dst.agent}:${c.series.dst.interface}`, c.series.figure, `${c.before.finishedAt.replace(/\.\d+Z$/, 'Z')} .. ${c.after.finishedAt.replace(/\.\d+Z$/, 'Z')}`, step, c.verdict, c.acknowledged ? c.acknowledged.as : 'open', changed];
+}
+
+async function changes(api: Api, positionals: string[], o: { json?: boolean; schedule?: string; agent?: string; figure?: string; since?: string; limit?: string; as?: string; note?: string }, ctx: ClientContext): Promise<number> {
+  const [action = 'list', id] = positionals;
+  const print = (value: unknown) => ctx.out(JSON.stringify(value, null, 2));
+  const header = ['id', 'schedule', 'link', 'figure', 'between', 'step [95%]', 'verdict', 'state', 'what changed'];
+  if (action === 'ack') {
+    if (!o.as) throw new ArgumentError('ack needs --as expected or --as known-regression');
+    const change = await api.json<Change>('POST', `/v1/changes/${need(id, 'a change point id')}/acknowledge`, { as: o.as, ...(o.note !== undefined ? { note: o.note } : {}) });
+    if (o.json) return print(change), 0;
+    ctx.out(alignTable([header, changeLine(change)]));
+    return 0;
+  }
+  if (action !== 'list') throw new ArgumentError(`changes: unknown action "${action}" (list, ack)`);
+  const q = new URLSearchParams();
+  for (const key of ['schedule', 'agent', 'figure', 'limit'] as const) if (o[key]) q.set(key, o[key]);
+  if (o.since) {
+    const since = new Date(o.since);
+    if (Number.isNaN(since.getTime())) throw new ArgumentError(`--since: "${o.since}" is no date (2026-11-01 or an ISO time)`);
+    q.set('since', since.toISOString());
+  }
+  const items: Change[] = [];
+  for (let cursor: string | null = null; ; ) {
+    if (cursor) q.set('cursor', cursor);
+    const page: { items: Change[]; next: string | null } = await api.json('GET', `/v1/changes?${q}`);
+    items.push(...page.items);
+    cursor = page.next;
+    if (!cursor || o.limit) break;
+  }
+  if (o.json) return print(items), 0;
+  ctx.out(items.length ? alignTable([header, ...items.map(changeLine)]) : 'no change points');
+  return 0;
 }

@@ -232,6 +232,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change points found in the schedules' series, oldest found first
+         * @description A series is one schedule's flow (its link, each direction its own) at one sweep point and
+         *     one figure, a point per succeeded run. As each run ends, the series it extends are
+         *     searched by e-divisive means with a t-test (Apache Otava's algorithm) over their last 200
+         *     runs; a step is reported once `minSegment` runs (4) lie on each side of it, with p under
+         *     0.001 and a size of at least `minStep` (2%). Each says between which runs it fell, the
+         *     means on either side, the step with its 95% interval, whether it is better or worse (by
+         *     the figure's direction in the catalogue) and what changed in either end's environment
+         *     between those runs. `agent` and `interface` match either end. Paged by `cursor`: give
+         *     the `next` of the previous page.
+         */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/changes/{id}/acknowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a change point expected, or a known regression, with a note
+         * @description An acknowledged change point stays in the list with who acknowledged it and why, and is
+         *     no longer counted as open in /metrics, so its alert clears. The same step is never
+         *     raised again; a later step on top of it is a new change point.
+         */
+        post: operations["acknowledgeChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules": {
         parameters: {
             query?: never;
@@ -1220,6 +1270,76 @@ export interface components {
             confidenceInterval: number[];
             intervalMethod: components["schemas"]["IntervalMethod"];
         };
+        /**
+         * @description A figure a series of a schedule's runs is kept of (the history's, without retransmits).
+         * @enum {string}
+         */
+        SeriesFigure: "bitsPerSecond" | "transactionsPerSecond" | "udpLossRatio" | "jitterSeconds" | "rttP50Seconds";
+        ChangePoint: {
+            id: string;
+            series: {
+                schedule: components["schemas"]["ScheduleName"];
+                flowIndex: number;
+                /** @enum {string} */
+                direction: "forward" | "reverse";
+                src: components["schemas"]["Endpoint"];
+                dst: components["schemas"]["Endpoint"];
+                point: components["schemas"]["SweepPoint"];
+                figure: components["schemas"]["SeriesFigure"];
+            };
+            /** @description The figure's unit (as in JSON). */
+            unit: string;
+            /**
+             * @description By the figure's direction in the catalogue.
+             * @enum {string}
+             */
+            verdict: "better" | "worse";
+            before: components["schemas"]["ChangeSide"];
+            after: components["schemas"]["ChangeSide"];
+            /** @description after.mean − before.mean, in `unit`. */
+            difference: number;
+            /** @description The difference's 95% interval (Welch's, over the two segments' runs). */
+            differenceInterval: number[];
+            /** @description The difference over before.mean (−0.1 is 10% lower); null when before.mean is 0. */
+            relative: number | null;
+            /** @description differenceInterval over before.mean. */
+            relativeInterval: number[] | null;
+            /** @description The two segments' Student t-test (Otava's), which detection held under 0.001. */
+            pValue: number;
+            /** @description What differed in either end's environment between `before.runId` and `after.runId` (or, when nothing did, between the runs one further out each way). */
+            changed: {
+                /** @enum {string} */
+                end: "sender" | "receiver";
+                agent: components["schemas"]["AgentId"];
+                interface: components["schemas"]["InterfaceName"];
+                /** @description A path into EndDiagnostics.environment (and engineVersion): `mtu`, `tcpRmem`, `qdiscs.8001:.options.rate` (a qdisc by its handle). */
+                field: string;
+                /** @description The value before (null when it had none). */
+                before: unknown;
+                /** @description The value after. */
+                after: unknown;
+            }[];
+            /** Format: date-time */
+            detectedAt: string;
+            acknowledged: null | {
+                /** @enum {string} */
+                as: "expected" | "known-regression";
+                note: string;
+                by: string;
+                /** Format: date-time */
+                at: string;
+            };
+        };
+        ChangeSide: {
+            /** @description The last run before the step (in `before`), the first after it (in `after`). */
+            runId: components["schemas"]["Id"];
+            /** Format: date-time */
+            finishedAt: string;
+            /** @description The segment's mean, in `unit`: from the previous change point (or the series' start) to this one, and from it to the next (or the end). */
+            mean: number;
+            /** @description The runs in that segment. */
+            runs: number;
+        };
         RunSummary: {
             runId: components["schemas"]["Id"];
             jobId: components["schemas"]["Id"];
@@ -1736,6 +1856,29 @@ export interface components {
                 rmemMax: number | null;
                 /** @description net.core.wmem_max */
                 wmemMax: number | null;
+                /** @description The interface's qdiscs as found at the start of the run (`tc -j qdisc show`), whoever put them there; null without tc. Absent in runs before it was recorded. */
+                qdiscs?: {
+                    kind: string;
+                    handle: string;
+                    /** @description `root`, or the parent tc names. */
+                    parent: string;
+                    /** @description The options as tc prints them (a tbf's rate in bytes per second */
+                    options: {
+                        [key: string]: unknown;
+                    };
+                }[] | null;
+                /** @description net.ipv4.tcp_congestion_control */
+                congestionControl?: string | null;
+                /** @description net.ipv4.tcp_rmem: min, default and max, space-separated */
+                tcpRmem?: string | null;
+                /** @description net.ipv4.tcp_wmem: min, default and max, space-separated */
+                tcpWmem?: string | null;
+                /** @description The first CPU's model name (/proc/cpuinfo). */
+                cpuModel?: string | null;
+                /** @description cpu0's frequency governor; null where the host has no cpufreq. */
+                cpuGovernor?: string | null;
+                /** @description The agent's niclab version. */
+                niclabVersion?: string;
             };
             /** @description The job's tuning as in force on this end during the run (read back after applying it); restored afterwards. */
             tuning?: {
@@ -2371,6 +2514,79 @@ export interface operations {
             };
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+        };
+    };
+    listChanges: {
+        parameters: {
+            query?: {
+                schedule?: components["schemas"]["ScheduleName"];
+                agent?: components["schemas"]["AgentId"];
+                interface?: components["schemas"]["InterfaceName"];
+                figure?: components["schemas"]["SeriesFigure"];
+                /** @description Found at or after (default: 30 days ago). */
+                since?: string;
+                /** @description The `next` of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of change points; `next` is the cursor of the following page, null on the last. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["ChangePoint"][];
+                        next: string | null;
+                    };
+                };
+            };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+        };
+    };
+    acknowledgeChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    as: "expected" | "known-regression";
+                    /** @default  */
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The change point, acknowledged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangePoint"];
+                };
+            };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };

@@ -38,6 +38,16 @@ export class Keys {
   get historyData(): string { return `${this.prefix}:history:data`; }
   /** Run ids by end time for one agent (either end of any flow) or one schedule. */
   historyIndex(kind: 'agent' | 'schedule', value: string): string { return `${this.prefix}:history:${kind}:${value}`; }
+  /** Change points: each series' last points (a list by series digest), the series by digest, */
+  changesSeries(sid: string): string { return `${this.prefix}:changes:series:${sid}`; }
+  get changesSeriesIds(): string { return `${this.prefix}:changes:series-ids`; }
+  /** each distinct environment by digest, */
+  get changesEnvironments(): string { return `${this.prefix}:changes:environments`; }
+  /** a series' change points by their first run after the step, */
+  changesKnown(sid: string): string { return `${this.prefix}:changes:known:${sid}`; }
+  /** and the change points as JSON by id, indexed by when they were found (score: epoch ms). */
+  get changesData(): string { return `${this.prefix}:changes:data`; }
+  get changesIndex(): string { return `${this.prefix}:changes:index`; }
   /** The names of every history index, so retention can trim them all. */
   get historyIndexes(): string { return `${this.prefix}:history:indexes`; }
   /** The last result of every measured link, by its labels. */

@@ -711,6 +711,56 @@ export const FIGURES: readonly Figure[] = [
     fields: [],
     metrics: ['niclab_link_last_run_timestamp_seconds'],
   },
+  // ---- Change points in a schedule's series --------------------------------------------------
+  {
+    name: 'changeStep',
+    meaning: "A change point's step: the mean of the series' runs after it minus the mean before it (difference, in the figure's unit), and the same over the mean before (relative), each with its 95% interval.",
+    unit: 'ratio', display: PERCENT, better: null, domain: SIGNED,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: "Apache Otava's e-divisive means with a t-test (a port) over the series' last 200 runs places the step; the means are over the two segments on either side of it (to the neighbouring change points); the interval is Welch's on those segments' runs; relative = difference / |mean before|.",
+    reference: { kind: 'reference-code', against: "Apache Otava's own compute_change_points (numpy and scipy, run by the test) on the same seeded series: the same change points at the same indices; and 1,000 seeded series with a known 2% step, whose true size falls in the interval", test: 'test/shared/changes.test.ts', case: 'a 2% step' },
+    answers: {
+      zero: 'A series whose mean before is 0 (a loss ratio of 0) has a difference but no relative step (null); a series with no step has no change point, and a step smaller than 2% (minStep) is not reported.',
+      directions: "Each direction of a flow is its own series (reverse and forward legs, bidir's two); a change point is of one.",
+      flows: "Each flow of a schedule's job is its own series (its link and flow index); streams > 1 are one flow's summed throughput.",
+      stall: "A run that failed or hit its deadline without a result extends no series; a stalled sender's lower figure is a point like any other, and one such run is not a step (a step needs 4 runs on each side).",
+      wire: "In the series figure's own terms: throughput is payload, as bitsPerSecond.",
+    },
+    fields: ['ChangePoint.difference', 'ChangePoint.differenceInterval[]', 'ChangePoint.relative', 'ChangePoint.relativeInterval[]', 'ChangePoint.before.mean', 'ChangePoint.after.mean'],
+  },
+  {
+    name: 'changePValue',
+    meaning: "The significance of a change point: Student's two-sided t-test of the runs on its two sides, as Otava computes it.",
+    unit: 'ratio', display: { scale: 1, unit: '', digits: 6 }, better: 'lower', domain: RATIO,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: "Student's t with pooled variance from the two segments' population standard deviations (Otava's use of scipy's ttest_ind_from_stats), p = I_{df/(df+t²)}(df/2, 1/2); a change point is reported only under 0.001.",
+    reference: { kind: 'reference-code', against: "Apache Otava's own p-values (scipy) for the same change points, within 1e-9 relative", test: 'test/shared/changes.test.ts', case: "Otava's own code" },
+    answers: {
+      zero: 'Two segments without spread: p = 0 when their means differ, 1 when they are equal (scipy gives NaN).',
+      directions: 'Of one series, so of one direction.',
+      flows: 'Of one series, so of one flow.',
+      stall: 'Failed runs are not in the series.',
+      wire: 'A probability, without a unit.',
+    },
+    fields: ['ChangePoint.pValue'],
+  },
+  {
+    name: 'changePoints',
+    meaning: "Change points found in the schedules' series, by schedule, figure and verdict: all of them (a counter) and those still open (not acknowledged), with when the newest open one was found.",
+    unit: 'count', display: WHOLE(''), better: 'lower', domain: COUNT,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: 'Counted at scrape time from the stored change points; acknowledging one takes it out of the open count and leaves it in the total.',
+    reference: { kind: 'closed-form', against: 'a series with one planted 10% step: exactly one change point, one open, then none open once acknowledged, and none raised again as runs continue', test: 'test/api/changes.test.ts', case: 'acknowledged' },
+    answers: {
+      zero: 'A fleet with no change point has no series of these families.',
+      directions: "Summed over a schedule's series, both directions.",
+      flows: "Summed over a schedule's flows and sweep points.",
+      stall: 'Failed runs add no point to a series, so no change point.',
+      wire: 'A count.',
+    },
+    fields: [],
+    metrics: ['niclab_change_points_total', 'niclab_change_points_open', 'niclab_change_point_last_timestamp_seconds'],
+  },
 ];
 
 /**
@@ -719,6 +769,7 @@ export const FIGURES: readonly Figure[] = [
  * above are computed from; their reference is the kernel they were read from).
  */
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
+  { fields: ['ChangePoint.series.flowIndex', 'ChangePoint.before.runs', 'ChangePoint.after.runs'], why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow'], why: 'an index: which flow, run, goal or attempt' },
   { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Report.mlrSearches[].packetSize', 'Report.mlrSearches[].goals[].goal.*', 'Report.mlrSearches[].trials[].packetsPerSecond', 'Report.mlrSearches[].trials[].duration', 'Report.mlrSearches[].limit.packetsPerSecond', 'Report.mlrSearches[].limit.duration', 'Report.mlrSearches[].limit.attempts', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.searches[].lossRatio', 'Comparison.searches[].exceedRatio', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },

@@ -54,9 +54,11 @@ export interface Reference {
    * - `kernel`: the kernel's own NIC, qdisc or socket counters, read by the test itself;
    * - `closed-form`: a value worked out by hand on synthetic input;
    * - `arithmetic`: it is arithmetic of other figures; the test checks the arithmetic on a case
-   *   worked by hand (it needs no reference of its own beyond theirs).
+   *   worked by hand (it needs no reference of its own beyond theirs);
+   * - `reference-code`: the algorithm's own reference implementation (Apache Otava's, run by
+   *   the test) on the same input.
    */
-  kind: 'bare-tool' | 'kernel' | 'closed-form' | 'arithmetic';
+  kind: 'bare-tool' | 'kernel' | 'closed-form' | 'arithmetic' | 'reference-code';
   /** What it is compared with, in words. */
   against: string;
   /** The test file, from the repository's root. */
