@@ -55,4 +55,5 @@ export const WAITING: Record<string, string> = {
   'test/faults/agent-cut-off.test.ts': "14 CPU-s in 27 s: a relay cut for longer than the agent's 5 s task lock",
   'test/faults/agent-term.test.ts': '10 CPU-s in 19 s: an agent draining its run after SIGTERM',
   'test/coordinator/mlr-search.test.ts': "5 CPU-s in 13 s: an MLRsearch's trials on loopback",
+  'test/lab/changes.test.ts': '17 CPU-s in 75 s: a schedule firing every 2 s for 26 runs through a 20 Mbit/s tbf',
 };

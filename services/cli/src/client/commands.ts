@@ -342,7 +342,7 @@ function changeLine(c: Change): string[] {
   const percent = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
   const step = c.relative !== null && c.relativeInterval ? `${percent(c.relative)} [${percent(c.relativeInterval[0])}, ${percent(c.relativeInterval[1])}]` : `${c.difference.toPrecision(3)} ${c.unit}`;
   const changed = c.changed.map((x) => `${x.end} ${x.agent} ${x.field}: ${JSON.stringify(x.before)} -> ${JSON.stringify(x.after)}`).join('; ') || '-';
-  return [c.id.slice(0, 25), c.series.schedule, `${c.series.src.agent}:${c.series.src.interface}->${c.series.dst.agent}:${c.series.dst.interface}`, c.series.figure, `${c.before.finishedAt.replace(/\.\d+Z$/, 'Z')} .. ${c.after.finishedAt.replace(/\.\d+Z$/, 'Z')}`, step, c.verdict, c.acknowledged ? c.acknowledged.as : 'open', changed];
+  return [c.id, c.series.schedule, `${c.series.src.agent}:${c.series.src.interface}->${c.series.dst.agent}:${c.series.dst.interface}`, c.series.figure, `${c.before.finishedAt.replace(/\.\d+Z$/, 'Z')} .. ${c.after.finishedAt.replace(/\.\d+Z$/, 'Z')}`, step, c.verdict, c.acknowledged ? c.acknowledged.as : 'open', changed];
 }
 
 async function changes(api: Api, positionals: string[], o: { json?: boolean; schedule?: string; agent?: string; figure?: string; since?: string; limit?: string; as?: string; note?: string }, ctx: ClientContext): Promise<number> {

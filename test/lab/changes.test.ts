@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { command } from '@niclab/shared/runtime/command';
+import { NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
+import { runNiclab, waitFor } from '../helpers/processes.js';
+
+/**
+ * Change points on the lab (issue 29): a schedule fires a 1 s TCP test A -> B every 2 s, through
+ * a tbf that the test puts on A's eth1 itself. Part-way, the test changes the lab by hand, as a
+ * person would and not through niclab: the shaper's rate 10% lower with tc, later A's MTU.
+ * Each change must come back as one change point, between the runs either side of it (±1),
+ * naming what changed.
+ */
+type Change = { id: string; before: { runId: string }; after: { runId: string }; relative: number; verdict: string; changed: { end: string; agent: string; field: string; before: unknown; after: unknown }[] };
+
+describe('change points on the lab: a shaper and an MTU changed by hand', { skip: NOT_ROOT }, () => {
+  let t: TestLab;
+  let namespace: string;
+  const SCHEDULE = 'cp-lab';
+  before(async () => {
+    t = await startTestLab(2, 'none');
+    namespace = t.lab.hosts.find((h) => h.name === 'A')!.namespace;
+    await command('tc', ['-n', namespace, 'qdisc', 'replace', 'dev', 'eth1', 'root', 'tbf', 'rate', '20mbit', 'burst', '20kb', 'latency', '50ms']);
+  });
+  after(async () => {
+    await t?.client.call('deleteSchedule', 'DELETE', `/v1/schedules/${SCHEDULE}`).catch(() => undefined);
+    await t?.close();
+  });
+
+  /** The schedule's succeeded runs so far, oldest first, from the history. */
+  const runs = async (): Promise<{ runId: string; bitsPerSecond: number }[]> => {
+    const { body } = await t.client.call('listResults', 'GET', `/v1/results?schedule=${SCHEDULE}&limit=1000`);
+    return (body.items as { runId: string; status: string; flows: { bitsPerSecond: number }[] }[]).filter((s) => s.status === 'succeeded').map((s) => ({ runId: s.runId, bitsPerSecond: s.flows[0]!.bitsPerSecond }));
+  };
+  const runsReach = (n: number) => waitFor(`${n} runs of the schedule`, async () => (await runs()).length >= n, n * 6_000);
+  const changes = async () => (await t.client.call('listChanges', 'GET', `/v1/changes?schedule=${SCHEDULE}`)).body.items as Change[];
+
+  test("the tbf's rate cut 10% with tc, then A's MTU cut to 576: two change points, each between the right runs and naming what changed", async (ctx) => {
+    const created = await t.client.call('createSchedule', 'POST', '/v1/schedules', { name: SCHEDULE, everySeconds: 2, spec: { engine: 'builtin', protocol: 'tcp', duration: 1, flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'B', interface: 'eth1' } }] } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+
+    // 12 runs at 20 Mbit/s, then the rate cut: the runs that ended before it are the "before".
+    await runsReach(12);
+    await command('tc', ['-n', namespace, 'qdisc', 'change', 'dev', 'eth1', 'root', 'tbf', 'rate', '18mbit', 'burst', '20kb', 'latency', '50ms']);
+    const beforeRate = (await runs()).length;
+    await runsReach(beforeRate + 7);
+    await command('ip', ['-n', namespace, 'link', 'set', 'dev', 'eth1', 'mtu', '576']);
+    const beforeMtu = (await runs()).length;
+    await runsReach(beforeMtu + 7);
+    assert.equal((await t.client.call('deleteSchedule', 'DELETE', `/v1/schedules/${SCHEDULE}`)).status, 204);
+    // A firing under way when the schedule was deleted ends and is searched too.
+    await waitFor('no job of the schedule running', async () => {
+      const { body } = await t.client.call('listJobs', 'GET', '/v1/jobs?limit=5');
+      return (body.items as { status: string }[]).every((j) => j.status !== 'running' && j.status !== 'queued');
+    }, 20_000);
+
+    const all = await runs();
+    const found = await changes();
+    const at = (c: Change) => all.findIndex((r) => r.runId === c.after.runId);
+    ctx.diagnostic(`runs (Mbit/s): ${all.map((r) => (r.bitsPerSecond / 1e6).toFixed(2)).join(' ')}; rate cut after run ${beforeRate}, MTU after run ${beforeMtu}`);
+    ctx.diagnostic(`change points: ${found.map((c) => `at run ${at(c)} ${(c.relative * 100).toFixed(1)}% ${c.verdict}: ${c.changed.map((x) => `${x.end} ${x.agent} ${x.field} ${JSON.stringify(x.before)} -> ${JSON.stringify(x.after)}`).join(', ')}`).join(' | ')}`);
+    assert.equal(found.length, 2, 'exactly the two changes the test made');
+    const [rate, mtu] = found as [Change, Change];
+
+    // Between the right two runs (±1: a run under way while tc ran is either side).
+    assert.ok(Math.abs(at(rate) - beforeRate) <= 1, `the rate's step at run ${at(rate)}, the cut after ${beforeRate}`);
+    assert.ok(Math.abs(rate.relative + 0.1) <= 0.03, `the rate's step ${rate.relative}: within 3 points of -10%`);
+    assert.equal(rate.verdict, 'worse');
+    const rateField = rate.changed.find((c) => /^qdiscs\.[0-9a-f]+:\.options\.rate$/.test(c.field));
+    assert.ok(rateField && rateField.end === 'sender' && rateField.agent === 'A', `names A's tbf rate: ${JSON.stringify(rate.changed)}`);
+    // tc -j prints a tbf's rate in bytes per second: 20 and 18 Mbit/s.
+    assert.deepEqual([rateField.before, rateField.after], [2_500_000, 2_250_000]);
+
+    assert.ok(Math.abs(at(mtu) - beforeMtu) <= 1, `the MTU's step at run ${at(mtu)}, the change after ${beforeMtu}`);
+    assert.equal(mtu.verdict, 'worse', 'smaller frames carry less payload through the same shaper');
+    assert.deepEqual(mtu.changed.filter((c) => c.field === 'mtu').map((c) => [c.end, c.agent, c.before, c.after]), [['sender', 'A', 1500, 576]]);
+
+    // The CLI, as a person reads it: both, worse, with what changed; acknowledging one closes it.
+    const env = { NICLAB_API: `http://127.0.0.1:${t.env.NICLAB_PORT}` };
+    const listed = await runNiclab(['changes', '--schedule', SCHEDULE], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    ctx.diagnostic(listed.stdout);
+    const rows = listed.stdout.trim().split('\n').slice(1);
+    assert.equal(rows.length, 2, listed.stdout);
+    assert.match(rows[0]!, /A:eth1->B:eth1 +bitsPerSecond .* -(9|1\d)\.\d% \[/);
+    assert.match(rows[0]!, /open +sender A qdiscs\.[0-9a-f]+:\.options\.\w+: /);
+    assert.match(rows[1]!, /sender A mtu: 1500 -> 576/);
+    const acked = await runNiclab(['changes', 'ack', mtu.id, '--as', 'expected', '--note', 'jumbo test'], env);
+    assert.equal(acked.code, 0, acked.stderr);
+    assert.match(acked.stdout, /expected/);
+  });
+});
