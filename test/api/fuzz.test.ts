@@ -11,6 +11,7 @@ import { newToken } from '@niclab/api/policy';
 import { Coordinator } from '@niclab/coordinator/coordinator';
 import { HTTP_METHODS, loadOpenApi, type OperationObject } from '@niclab/shared/runtime/openapi';
 import { assertProblem, assertResponse } from '../helpers/contract.js';
+import { syntheticSchedule } from '../helpers/changes.js';
 import { INJECTION } from '../helpers/injection.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack } from '../helpers/stack.js';
@@ -36,6 +37,9 @@ let server: Server;
 let base: string;
 /** Jobs made before the fuzzing: a builtin and an iperf3 one that ran (runs, results, raw output), one still queued. */
 const seeded: string[] = [];
+/** A real change point, so acknowledgeChange has one to answer 200 for, and the jobs its synthetic series made (no 202 made them). */
+const changes: string[] = [];
+const synthetic = new Set<string>();
 /** Every job the API accepted (seeds and 202s): the pool path and query ids are drawn from. */
 const accepted: string[] = [];
 
@@ -92,7 +96,24 @@ before(async () => {
   accepted.push(...seeded);
   const schedule = await call('POST', '/v1/schedules', validSchedule(SCHEDULE));
   assert.equal(schedule.status, 201, JSON.stringify(schedule.body));
+  const fire = syntheticSchedule(stack.services.store, 'fuzz-step');
+  for (const mbit of [...Array<number>(12).fill(100), ...Array<number>(6).fill(90)]) await fire(mbit, mbit * 125_000);
+  const found = await call('GET', '/v1/changes');
+  assert.equal(found.body.items.length, 1, 'the synthetic 10% step makes one change point');
+  changes.push(found.body.items[0].id);
+  for (const id of await storedJobs()) if (!accepted.includes(id)) synthetic.add(id);
 });
+
+async function storedJobs(): Promise<Set<string>> {
+  const stored = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await stack.services.store.list({ limit: 200, cursor });
+    for (const job of page!.items) stored.add(job.id);
+    cursor = page!.nextCursor ?? undefined;
+  } while (cursor);
+  return stored;
+}
 after(async () => {
   server?.closeAllConnections();
   server?.close();
@@ -131,11 +152,11 @@ function route(method: string, pathname: string): { operation?: Operation; pathK
  * A value the fuzzer names before the server exists: a job (one of the seeds, or any accepted
  * job), resolved when the request is sent. Everything else is a plain string.
  */
-type Value = string | { job: 'seed' | 'any'; n: number };
+type Value = string | { job: 'seed' | 'any' | 'change'; n: number };
 
 function resolve(value: Value): string {
   if (typeof value === 'string') return value;
-  const pool = value.job === 'seed' ? seeded : accepted;
+  const pool = value.job === 'seed' ? seeded : value.job === 'change' ? changes : accepted;
   return pool[value.n % pool.length]!;
 }
 
@@ -212,6 +233,13 @@ function bodyFor(op: Operation): fc.Arbitrary<string | undefined> {
       ...anything,
     );
   }
+  if (op.operationId === 'acknowledgeChange') {
+    return fc.oneof(
+      { weight: 4, arbitrary: fc.record({ as: fc.constantFrom('expected', 'known-regression'), note: fc.string({ maxLength: 40 }) }, { requiredKeys: ['as'] }).map(json) },
+      { weight: 2, arbitrary: fc.tuple(fc.constantFrom('as', 'note', 'by', 'x'), nasty).map(([k, v]) => json({ as: 'expected', [k]: v })) },
+      ...anything,
+    );
+  }
   // Operations without a body ignore one, as HTTP allows.
   return fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, ...anything);
 }
@@ -223,7 +251,9 @@ const jobRef: fc.Arbitrary<Value> = fc.oneof(
 
 /** Values a path parameter takes when it is right; the fuzzer picks them four times in five. */
 function validPathValue(op: Operation, name: string): fc.Arbitrary<Value> {
-  if (name === 'id') return op.path.startsWith('/v1/agents') ? fc.constant(AGENT) : jobRef;
+  if (name === 'id' && op.path.startsWith('/v1/agents')) return fc.constant(AGENT);
+  if (name === 'id' && op.path.startsWith('/v1/changes')) return fc.constant({ job: 'change' as const, n: 0 });
+  if (name === 'id') return jobRef;
   if (name === 'name') return scheduleName;
   if (name === 'end') return fc.constantFrom('sender', 'receiver');
   return fc.constant('0'); // index, flow: each seed job has one run of one flow
@@ -395,13 +425,7 @@ test(`${REQUESTS} generated and mutated requests, every operation answering 2xx:
   assert.ok((statuses.get(422) ?? 0) > 1000 && (statuses.get(202) ?? 0) >= 5, `fuzz seed ${SEED}: both refusals and acceptances were exercised`);
 
   // Nothing but accepted requests became jobs, or entered the queue agents' work comes from.
-  const stored = new Set<string>();
-  let cursor: string | undefined;
-  do {
-    const page = await stack.services.store.list({ limit: 200, cursor });
-    for (const job of page!.items) stored.add(job.id);
-    cursor = page!.nextCursor ?? undefined;
-  } while (cursor);
+  const stored = new Set([...(await storedJobs())].filter((id) => !synthetic.has(id)));
   assert.deepEqual([...stored].sort(), [...new Set(accepted)].sort(), `fuzz seed ${SEED}: every job traceable to a 202`);
   const queued = (await Promise.all([...stored].map((id) => stack.services.store.status(id)))).filter((s) => s === 'queued').length;
   const counts = await stack.services.jobsQueue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');

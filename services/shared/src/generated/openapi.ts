@@ -1862,7 +1862,7 @@ export interface components {
                     handle: string;
                     /** @description `root`, or the parent tc names. */
                     parent: string;
-                    /** @description The options as tc prints them (a tbf's rate in bytes per second */
+                    /** @description The options as tc prints them (a tbf's rate in bytes per second, as `tc -j` gives it). */
                     options: {
                         [key: string]: unknown;
                     };
@@ -2584,9 +2584,12 @@ export interface operations {
                     "application/json": components["schemas"]["ChangePoint"];
                 };
             };
+            400: components["responses"]["Problem"];
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };
