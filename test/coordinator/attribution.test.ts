@@ -86,6 +86,12 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.match(taken.reason, /its core \(cpu1\) was 100% busy, the engine waited for a CPU 60% of the run/);
   const othersBusy = judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait: 0.45 }), 2) })!;
   assert.equal(othersBusy.verdict, 'receiver socket buffer', 'a busy core the engine waited for less than half the run (a loaded machine) did not starve it');
+  // The lab's starved receiver: 43% of its run waited (its run counts its idle time before and
+  // after the send), 8.6 times the 5% of a core it got. Not so a short wait, nor one under 4x its CPU.
+  const receiverWith = (wait: number, cpuSeconds: number) => judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait }), cpuSeconds) })!.verdict;
+  assert.equal(receiverWith(0.43, 0.25), 'receiver CPU');
+  assert.equal(receiverWith(0.2, 0.02), 'receiver socket buffer', 'a fifth of the run waited is no starvation');
+  assert.equal(receiverWith(0.43, 0.6), 'receiver socket buffer', 'waiting 3.6 times its 12% of a core');
 
   const shaped = judgeBottleneck({ udp: udp(1_000, 600), bitsPerSecond: 2e7, retransmits: null, sender: end(host({ udp: { SndbufErrors: 400 }, qdisc: { kind: 'tbf', dropped: 400, overlimits: 900 } })), receiver: end(clean) })!;
   assert.equal(shaped.verdict, 'link');

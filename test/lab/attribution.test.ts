@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { command } from '@niclab/shared/runtime/command';
 import { after, before, describe, test } from 'node:test';
 import { ENGINE_EXTRA_PACKETS, PLACES, STEADY_CV } from '@niclab/shared/domain/attribution';
 import { flow, linkCounters, NOT_ROOT, qdiscDrops, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
+import { waitFor } from '../helpers/processes.js';
 
 /**
  * Faults built on purpose, each attributed to its place and named as the bottleneck, the counts
@@ -21,6 +23,19 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
     await t?.close();
   });
   const host = (name: string) => t.lab.hosts.find((h) => h.name === name)!;
+
+  /** Waits until the process `pid` has a child running `script` (an agent's engine), or (`running` false) has none, read from /proc. */
+  const engineRunning = (pid: number, script: string, running = true) => waitFor(`${running ? 'a' : 'no'} child of ${pid} running ${script}`, () => {
+    const children = readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    const found = children.find((child) => {
+      try {
+        return readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(script);
+      } catch {
+        return false; // gone between the two reads
+      }
+    });
+    return running ? found : !found;
+  }, 30_000, 20);
   const run = async (spec: Record<string, unknown>) => (await t.client.succeed({ engine: 'builtin', protocol: 'udp', ...spec }, 60_000)).runs[0].flows[0];
   /**
    * Every datagram the kernel dropped anywhere on the lab during `measure`, counted by the test
@@ -108,7 +123,7 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
   });
 
   /** Runs `measure` with the agent of `name` (and so its engines) on one core beside a higher-priority busy loop on that core. */
-  async function withCoreTaken<T>(name: string, core: number, measure: () => Promise<T>, priority = ['nice', '-n', '-5'], loopCode = 'for (;;) {}'): Promise<T> {
+  async function withCoreTaken<T>(name: string, core: number, measure: () => Promise<T>): Promise<T> {
     const pid = String(host(name).agentPid);
     const all = (await command('taskset', ['-p', '-c', pid])).split(':').at(-1)!.trim();
     await command('taskset', ['-a', '-p', '-c', String(core), pid]);
@@ -116,7 +131,7 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
     // for it most of the run, and the agent still gets enough to start the engine and report (at
     // nice -15, 28 to 1, the agent under CI's load passed the run's deadline). A real-time loop (chrt)
     // leaves it only what the kernel's real-time throttling keeps back (5% of each second).
-    const loop = spawn('taskset', ['-c', String(core), ...priority, process.execPath, '-e', loopCode], { stdio: 'ignore' });
+    const loop = spawn('taskset', ['-c', String(core), 'nice', '-n', '-5', process.execPath, '-e', 'for (;;) {}'], { stdio: 'ignore' });
     try {
       return await measure();
     } finally {
@@ -125,17 +140,39 @@ describe('where lost datagrams went, and what limited the run, on the lab', { sk
     }
   }
 
-  test('a receiver whose core is taken by a real-time task: receiver CPU', async () => {
+  test('a receiver whose core is taken by a real-time task: receiver CPU', async (ctx) => {
     const b = host('B');
     const rcvbuf = await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors');
-    const run1 = await counted(() => withCoreTaken('B', 1, () => run({ duration: 4, socketBuffer: 65536, udp: { packetSize: 1000, rate: { packetsPerSecond: 20000 } }, flows: [flow('A', 'B')] }), ['chrt', '-f', '10'],
-      // Once both ends have started (the agent shares the core), and over before the run ends, so the agent can report.
-      'setTimeout(() => { const end = Date.now() + 2500; while (Date.now() < end); }, 1200)'));
+    // B's receiving engine is pinned to core 1 as soon as it starts, where a real-time loop
+    // takes the core until the sender's engine on A has ended; B's agent stays free to sample
+    // and report. (The agent pinned with it and the loop on a fixed 1.2 s lead once spent the
+    // loop in a slow setup: the engine waited 43% of its run, under CPU_WAIT, and the verdict
+    // was the buffer's; started at the sender's start, the agent could not sample the stall.)
+    const loop = spawn('taskset', ['-c', '1', 'chrt', '-f', '10', process.execPath, '-e', "process.on('SIGUSR1', () => { for (;;); }); console.log('armed'); setInterval(() => {}, 1000);"], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let run1: Awaited<ReturnType<typeof counted>>;
+    try {
+      await once(loop.stdout!, 'data');
+      [run1] = await Promise.all([
+        counted(() => run({ duration: 4, socketBuffer: 65536, udp: { packetSize: 1000, rate: { packetsPerSecond: 20000 } }, flows: [flow('A', 'B')] })),
+        (async () => {
+          const engine = await engineRunning(b.agentPid!, 'udp-child');
+          await command('taskset', ['-a', '-p', '-c', '1', String(engine)]);
+          loop.kill('SIGUSR1');
+          // The sender starts once the receiver is ready; the loop holds until it has ended.
+          await engineRunning(host('A').agentPid!, 'udp-child');
+          await engineRunning(host('A').agentPid!, 'udp-child', false);
+          loop.kill('SIGKILL');
+        })(),
+      ]);
+    } finally {
+      loop.kill('SIGKILL');
+    }
     const { f } = run1;
     const kernel = (await snmpCounter(b.namespace, 'Udp', 'RcvbufErrors')) - rcvbuf;
     assert.ok(f.udp.lost > 0, JSON.stringify(f.udp));
     lossIsTheKernels(run1);
     assert.equal(f.lossAttribution.receiverSocketBuffer, kernel);
+    ctx.diagnostic(`receiver: ${f.bottleneck.reason}`);
     assert.equal(f.bottleneck.verdict, 'receiver CPU', `${f.bottleneck.reason} ${JSON.stringify(f.bottleneck.evidence)}`);
     assert.equal(f.diagnostics.receiver.host.cpu.engineCore, 1, 'the engine ran on the core it was pinned to');
   });

@@ -8,6 +8,14 @@ export const CPU_BUSY = 0.9;
  * load 10-15 waited up to 45%; one pinned beside a real-time loop, 63%.
  */
 export const CPU_WAIT = 0.5;
+/**
+ * An engine that waited for a CPU at least a quarter of its run (CPU_WAIT / 2) and this many
+ * times as long as it ran was starved, though its run counts the time it sat idle (a receiver
+ * before its sender starts, after it ends). A receiver whose core a real-time loop took for
+ * the whole send waited 37-49% of its run, 8-19 times its own CPU (2.6-6.7% of a core), six
+ * lab runs; unstarved ones waited 2-4%, under its CPU.
+ */
+export const CPU_STARVED = 4;
 /** A sender that reached less than this share of its offered packet rate fell short. */
 export const RATE_SHORTFALL = 0.95;
 /** Throughput at this share of the slower interface's link speed is the link's limit. */
@@ -197,9 +205,13 @@ function cpu(end: EndView): { engine: number | null; core: number | null; coreId
 /**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
- * waited is a CPU-bound engine sharing its core.
+ * waited is a CPU-bound engine sharing its core; or it was starved, waiting a quarter of the run
+ * and CPU_STARVED times as long as it ran.
  */
-const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY;
+const busy = (c: ReturnType<typeof cpu>) => {
+  const [engine, wait] = [c.engine ?? 0, c.wait ?? 0];
+  return engine >= CPU_BUSY || wait >= CPU_WAIT || engine + wait >= CPU_BUSY || (wait >= CPU_WAIT / 2 && wait >= CPU_STARVED * engine);
+};
 /** A UDP sender that offered less than RATE_SHORTFALL of its rate over the run. */
 const senderShort = (udp: UdpFigures): udp is UdpFigures & { targetPacketsPerSecond: number; achievedPacketsPerSecond: number } =>
   !!udp.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond;
