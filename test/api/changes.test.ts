@@ -5,6 +5,7 @@ import request from 'supertest';
 import { steps } from '@niclab/shared/domain/changes/detect';
 import { syntheticSchedule } from '../helpers/changes.js';
 import { seededRandom } from '../helpers/random.js';
+import { chartTitle, markItems, markPositions, parseSvg } from '../helpers/svg.js';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 
 /**
@@ -21,7 +22,7 @@ stackPerFile({}, (s) => {
 
 let fire: ReturnType<typeof syntheticSchedule>;
 
-type Change = { id: string; before: { runId: string; mean: number }; after: { runId: string; mean: number }; relative: number; relativeInterval: [number, number]; verdict: string; unit: string; changed: { end: string; field: string; before: unknown; after: unknown }[]; acknowledged: unknown };
+type Change = { id: string; before: { runId: string; finishedAt: string; mean: number }; after: { runId: string; finishedAt: string; mean: number }; relative: number; relativeInterval: [number, number]; verdict: string; unit: string; changed: { end: string; field: string; before: unknown; after: unknown }[]; acknowledged: unknown };
 const changes = async (query = 'schedule=nightly') => (await request(stack.app).get(`/v1/changes?${query}`).expect(200)).body as { items: Change[]; next: string | null };
 const metric = async (name: string) =>
   (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith(`${name}{`)).map((l) => l.replace(/^[^{]+/, ''));
@@ -82,6 +83,57 @@ test('a 10% step in a schedule\'s throughput: one change point between the right
   assert.deepEqual((await changes('figure=rttP50Seconds')).items, []);
   assert.equal((await changes('agent=B&interface=eth1')).items.length, 2);
   assert.deepEqual((await changes('agent=C')).items, []);
+});
+
+/** A change point's figure as the API draws it (supertest keeps an image's body as bytes). */
+async function svgOf(id: string): Promise<string> {
+  const res = await request(stack.app).get(`/v1/changes/${id}?format=svg`).buffer(true).parse((r, done) => {
+    let text = '';
+    r.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    r.on('end', () => done(null, text));
+  });
+  assert.equal(res.status, 200, String(res.body));
+  assert.match(res.headers['content-type'] ?? '', /^image\/svg\+xml/);
+  return res.body as string;
+}
+
+test("one change point with its series: each run's value as /v1/results has it, and the SVG draws them with the two means and the step between the right runs", async () => {
+  const [first, second] = (await changes()).items as [Change, Change];
+  const detail = (await request(stack.app).get(`/v1/changes/${first.id}`).expect(200)).body as { change: Change; points: { runId: string; finishedAt: string; value: number }[] };
+  assert.deepEqual(detail.change, first);
+  // The series' runs, against the history's own summary of each (a failed run has no point).
+  const results = (await request(stack.app).get('/v1/results?schedule=nightly&from=2026-11-01T00:00:00Z').expect(200)).body.items as { runId: string; status: string; flows: { bitsPerSecond: number }[] }[];
+  const succeeded = results.filter((r) => r.status === 'succeeded');
+  assert.equal(succeeded.length, 48, 'the first test saved 15 + 15 + 10 + 8 runs that succeeded');
+  assert.deepEqual(detail.points.map((p) => [p.runId, p.value]), succeeded.map((r) => [r.runId, r.flows[0]!.bitsPerSecond]));
+
+  const svg = parseSvg(await svgOf(first.id));
+  const runs = markPositions(svg, 'runs', 'symbol');
+  assert.equal(runs.length, 48);
+  const means = markItems(svg, 'means', 'rule').map((m) => Number(m.mean));
+  assert.deepEqual(means.map((m) => m.toFixed(3)), [first.before.mean, first.after.mean].map((m) => (m / 1e6).toFixed(3)));
+  const [step] = markPositions(svg, 'step', 'rule');
+  const x = (runId: string) => runs[detail.points.findIndex((p) => p.runId === runId)]!.x;
+  assert.ok(x(first.before.runId) < step!.x && step!.x < x(first.after.runId), `the step at ${step!.x}, between the runs at ${x(first.before.runId)} and ${x(first.after.runId)}`);
+  assert.match(chartTitle(svg).text, /^throughput −10\.\d% \[.*\] \(worse\): A:eth1 -> B:eth1$/);
+  assert.match(chartTitle(svg).subtitle, /changed: sender A:eth1 qdiscs\.8001:\.options\.rate 12500000 → 11250000/);
+  // The second step's own segments: its means are its own.
+  const later = markItems(parseSvg(await svgOf(second.id)), 'means', 'rule').map((m) => Number(m.mean).toFixed(3));
+  assert.deepEqual(later, [second.before.mean, second.after.mean].map((m) => (m / 1e6).toFixed(3)));
+  await request(stack.app).get(`/v1/changes/${'0'.repeat(16)}-${randomUUID()}`).expect(404);
+
+  // A comparison of two runs of the schedule says whether it spans the step: the runs just
+  // before and after it do, two runs before it or two after it do not.
+  const job = (runId: string) => fire.jobs.get(runId)!;
+  const between = async (a: string, b: string) => (await request(stack.app).get(`/v1/compare?baseline=${job(a)}&candidate=${job(b)}`).expect(200)).body.changesBetween.map((c: Change) => c.id);
+  const at = detail.points.findIndex((p) => p.runId === first.after.runId);
+  const run = (i: number) => detail.points[i]!.runId;
+  assert.deepEqual(await between(run(at - 1), run(at)), [first.id]);
+  assert.deepEqual(await between(run(at + 3), run(at - 4)), [first.id], 'either order');
+  assert.deepEqual(await between(run(0), run(at - 1)), []);
+  assert.deepEqual(await between(run(at), run(at + 5)), []);
+  const table = (await request(stack.app).get(`/v1/compare?baseline=${job(run(at - 1))}&candidate=${job(run(at))}&format=table`).expect(200)).text;
+  assert.match(table, new RegExp(`between them: a change point in schedule nightly's bitsPerSecond on A:eth1 -> B:eth1, -10\\.\\d% \\(worse\\) after the run of ${first.after.finishedAt}, acknowledged expected \\(${first.id}\\)`));
 });
 
 test('a step whose run moves as more runs come in (15, then 16, then 15) is one change point, not three', async () => {

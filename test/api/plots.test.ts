@@ -214,7 +214,7 @@ test('an A/B comparison: two bars per point with their intervals, and the verdic
   const metric = { name: 'bitsPerSecond', unit: 'bits/s', higherIsBetter: true } as const;
   const c: Comparison = {
     baseline: 'base', candidate: 'cand', headline: { name: 'bitsPerSecond', unit: 'bit/s' }, metric, metrics: [{ metric, minChange: 1e4, points }], higherIsBetter: true, confidence: 0.95,
-    correction: { method: 'holm', family: 'figure', alpha: 0.05 }, minChangePercent: 1, minChange: 1e4, variedByUser: ['engine'], environmentDifferences: [], points, searches: [],
+    correction: { method: 'holm', family: 'figure', alpha: 0.05 }, minChangePercent: 1, minChange: 1e4, variedByUser: ['engine'], environmentDifferences: [], changesBetween: [], points, searches: [],
   };
   const svg = await draw(comparisonChart(baseline, candidate, c));
   assert.deepEqual(axisTitles(svg), ['point (bufferLength)', 'throughput (Mbit/s)']);

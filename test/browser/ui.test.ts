@@ -13,6 +13,10 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { newToken } from '@niclab/api/policy';
+import { createRedis } from '@niclab/shared/runtime/redis';
+import { jobStore } from '@niclab/shared/stores/job-queue';
+import { Keys } from '@niclab/shared/stores/keys';
+import { syntheticSchedule } from '../helpers/changes.js';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { skipUnlessProvided } from '../helpers/skip.js';
 import { markItems, parseSvg } from '../helpers/svg.js';
@@ -229,6 +233,34 @@ describe('/ui in chromium', { skip }, () => {
     assert.deepEqual(lines[0], ['run-a/0:3', 'run-b/0:3', 'run-b/1:3'], 'interleaved runs keep their own lines');
     assert.deepEqual(lines[1], ['run-b/0:4', 'run-b/1:3', 'run-c/0:1'], 'a run quiet for 3 s has ended; one still sending stays, all its legs');
     await close(page, errors, 'agents-live-chart');
+  });
+
+  test('the changes page lists a change point with its step and what changed; its own page draws the series with the step', async () => {
+    // A schedule's history with a 10% step (synthetic runs saved as the coordinator saves them).
+    const redis = createRedis(niclab.env.REDIS_URL!);
+    try {
+      const fire = syntheticSchedule(jobStore(redis, new Keys(niclab.env.NICLAB_PREFIX!)).store, 'ui-step');
+      for (const mbit of [...Array<number>(12).fill(100), ...Array<number>(6).fill(90)]) await fire(mbit, mbit * 125_000);
+    } finally {
+      redis.disconnect();
+    }
+    const { items: [change] } = (await niclab.client.call('listChanges', 'GET', '/v1/changes?schedule=ui-step')).body as { items: { id: string; relative: number }[] };
+    const { page, errors } = await open('/changes');
+    const row = page.locator('#changes tbody tr', { hasText: 'ui-step' });
+    await row.waitFor();
+    const text = await row.textContent() ?? '';
+    assert.match(text, new RegExp(`A:eth1 → B:eth1bitsPerSecond−${Math.abs(change!.relative * 100).toFixed(1)}% \\[.*\\] worse`));
+    assert.match(text, /sender qdiscs\.8001:\.options\.rate: 12500000 → 11250000/);
+    assert.match(text, /open$/);
+    await row.locator('a').click();
+    await page.locator('#change-chart > svg').waitFor();
+    const svg = await figure(page, '#change-chart');
+    assert.equal(markItems(svg, 'runs', 'symbol').length, 18);
+    assert.equal(markItems(svg, 'means', 'rule').length, 2);
+    assert.equal(markItems(svg, 'step', 'rule').length, 1);
+    // The means as the change point was found: 4 runs after the step (minSegment), of the 6 since.
+    assert.match(await page.locator('#change').textContent() ?? '', /100\.\d\d Mbit\/s over 12 runs, then (89|90)\.\d\d Mbit\/s over the 4 after it/);
+    await close(page, errors, 'changes');
   });
 
   test('the schedules page lists a schedule with its cadence', async () => {

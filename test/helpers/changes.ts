@@ -26,8 +26,10 @@ export function syntheticSchedule(store: JobStore, schedule: string, seed = 29) 
   const r = seededRandom(seed);
   const noise = () => 0.01 * (Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r()));
   let fired = 0;
+  /** Each firing's job, by its run's id. */
+  const jobs = new Map<string, string>();
   /** One firing; `exact` keeps `mbit` as given (no noise), `differs` overrides the environment at both ends. */
-  return async (mbit: number, rateBytes: number, o: { status?: Run['status']; exact?: boolean; differs?: Record<string, unknown> } = {}): Promise<string> => {
+  const fire = async (mbit: number, rateBytes: number, o: { status?: Run['status']; exact?: boolean; differs?: Record<string, unknown> } = {}): Promise<string> => {
     const status = o.status ?? 'succeeded';
     const jobId = randomUUID();
     await store.create(jobId, spec, 1);
@@ -41,6 +43,8 @@ export function syntheticSchedule(store: JobStore, schedule: string, seed = 29) 
       error: status === 'failed' ? { code: 'engine_failed', message: 'planted' } : null, flows: [flow],
     };
     await store.saveRun(run);
+    jobs.set(run.id, jobId);
     return run.id;
   };
+  return Object.assign(fire, { jobs });
 }

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { command } from '@niclab/shared/runtime/command';
 import { NOT_ROOT, startTestLab, type TestLab } from '../helpers/lab.js';
 import { runNiclab, waitFor } from '../helpers/processes.js';
+import { chartTitle, markPositions, parseSvg } from '../helpers/svg.js';
 
 /**
  * Change points on the lab (issue 29): a schedule fires a 1 s TCP test A -> B every 2 s, through
@@ -88,5 +89,27 @@ describe('change points on the lab: a shaper and an MTU changed by hand', { skip
     const acked = await runNiclab(['changes', 'ack', mtu.id, '--as', 'expected', '--note', 'jumbo test'], env);
     assert.equal(acked.code, 0, acked.stderr);
     assert.match(acked.stdout, /expected/);
+
+    // The environment each end recorded, against what the test reads with ethtool itself in
+    // A's namespace: the offloads the driver lets change, veth's channels, no rings, no PCI.
+    const last = (await t.client.call('listResults', 'GET', `/v1/results?schedule=${SCHEDULE}&limit=1000`)).body.items.at(-1) as { jobId: string };
+    const [lastRun] = (await t.client.call('listRuns', 'GET', `/v1/jobs/${last.jobId}/runs`)).body.items as { flows: { diagnostics: { sender: { environment: Record<string, unknown> } } }[] }[];
+    const recorded = lastRun!.flows[0]!.diagnostics.sender.environment;
+    const [features] = JSON.parse(await command('ip', ['netns', 'exec', namespace, 'ethtool', '--json', '-k', 'eth1'])) as Record<string, { active: boolean; fixed: boolean | null }>[];
+    const changeable = Object.fromEntries(Object.entries(features!).filter(([, f]) => typeof f === 'object' && f.fixed !== true).map(([k, f]) => [k, f.active]));
+    assert.ok(Object.keys(changeable).length > 5, JSON.stringify(features));
+    assert.deepEqual(recorded.offloads, changeable);
+    const channels = (await command('ip', ['netns', 'exec', namespace, 'ethtool', '-l', 'eth1'])).split('Current hardware settings:')[1]!;
+    assert.deepEqual(recorded.channels, { rx: Number(/^RX:\s+(\d+)/m.exec(channels)![1]), tx: Number(/^TX:\s+(\d+)/m.exec(channels)![1]), other: null, combined: null });
+    assert.deepEqual([recorded.rings, recorded.pci], [null, null], 'veth has no rings and is no PCI device');
+
+    // The page's figure of the rate's step: every run of the series, and the step drawn
+    // between the last run before the cut and the first after it.
+    const svg = parseSvg(await (await fetch(`${t.client.base}/v1/changes/${rate.id}?format=svg`, { headers: t.client.token ? { authorization: `Bearer ${t.client.token}` } : {} })).text());
+    const drawn = markPositions(svg, 'runs', 'symbol');
+    assert.equal(drawn.length, all.length, 'a point per run of the series');
+    const [step] = markPositions(svg, 'step', 'rule');
+    assert.ok(drawn[at(rate) - 1]!.x < step!.x && step!.x < drawn[at(rate)]!.x, `the step drawn at ${step!.x}, between the runs at ${drawn[at(rate) - 1]!.x} and ${drawn[at(rate)]!.x}`);
+    assert.match(chartTitle(svg).subtitle, /changed: (.*; )?sender A:eth1 qdiscs\.[0-9a-f]+:\.options\.rate 2500000 → 2250000/);
   });
 });

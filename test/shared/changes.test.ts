@@ -97,6 +97,44 @@ test('a clean 10% step: one change point at its first run, with its size inside 
   assert.deepEqual(steps(Array.from({ length: 60 }, (_, i) => (i < 30 ? 100 : 99) * (1 + 0.001 * z()))), [], 'a 1% step is under the 2% minStep');
 });
 
+test("every step reported holds on the segments it reports: p under 0.001 and at least minStep, recomputed from the runs either side", () => {
+  // Long noisy series with small steps, where Otava's merge leaves stale tests most often.
+  const r = seededRandom(11);
+  const z = gaussian(r);
+  let reported = 0;
+  for (let s = 0; s < 200; s++) {
+    const values = Array.from({ length: 200 }, (_, i) => 100 * (1 + 0.03 * Math.sign(Math.sin(i / (5 + (s % 13))))) * (1 + 0.02 * z()));
+    for (const step of steps(values)) {
+      // The segments as reported: the runs it counts before and after it.
+      const [left, right] = [values.slice(step.index - step.before.runs, step.index), values.slice(step.index, step.index + step.after.runs)];
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      assert.ok(Math.abs(mean(left) - step.before.mean) < 1e-9 && Math.abs(mean(right) - step.after.mean) < 1e-9);
+      const size = Math.max(Math.abs(mean(right) / mean(left) - 1), Math.abs(mean(left) / mean(right) - 1));
+      assert.ok(size > CHANGE_DEFAULTS.minStep, `series ${s}: a step of ${(size * 100).toFixed(2)}% at ${step.index} on its segments`);
+      const sd = (xs: number[]) => Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / xs.length);
+      const p = studentP(mean(left), sd(left), left.length, mean(right), sd(right), right.length);
+      assert.ok(p < CHANGE_DEFAULTS.maxPValue, `series ${s}: p ${p} at ${step.index} on its segments`);
+      assert.ok(Math.abs(p - step.pValue) <= 1e-9 * Math.max(p, 1e-300), `series ${s}: the p reported, ${step.pValue}, is its segments' ${p}`);
+      reported++;
+    }
+  }
+  assert.ok(reported > 100, `${reported} steps checked`);
+});
+
+test('a change made during a run: the one run between the two levels does not hide the step', () => {
+  // 15 runs at 100, one at 95 (the shaper changed half-way through it), 15 at 90.
+  const z = gaussian(seededRandom(5));
+  for (const between of [[95], [97, 93]]) {
+    const values = [...Array<number>(15).fill(100), ...between, ...Array<number>(15).fill(90)].map((v) => v * (1 + 0.0005 * z()));
+    const found = steps(values);
+    assert.equal(found.length, 1, `${between}: ${JSON.stringify(found)}`);
+    assert.ok(found[0]!.index >= 15 && found[0]!.index <= 15 + between.length, `${between}: at ${found[0]!.index}`);
+    assert.ok(Math.abs(found[0]!.relative! + 0.1) < 0.01, `${between}: ${found[0]!.relative}`);
+    // Raised as each run ends, too: found once 4 runs follow it, and still there after.
+    assert.ok([20, 24, 28].every((n) => steps(values.slice(0, n + between.length)).length === 1), `${between}: raised once 4 runs follow`);
+  }
+});
+
 test('a loss ratio that rises from 0: the difference and its interval, no relative step', () => {
   const values = Array.from({ length: 20 }, (_, i) => (i < 12 ? 0 : 0.01 + (i % 2) * 0.001));
   const [step] = steps(values);

@@ -134,6 +134,62 @@ async function readQdiscs(name: string): Promise<Environment['qdiscs']> {
   }
 }
 
+/** The offloads the driver lets be changed (`ethtool --json -k`), each on or off; null without ethtool. */
+async function readOffloads(name: string): Promise<Environment['offloads']> {
+  try {
+    const [features] = JSON.parse(await command('ethtool', ['--json', '-k', name])) as Record<string, unknown>[];
+    const out: Record<string, boolean> = {};
+    for (const [feature, state] of Object.entries(features ?? {})) {
+      if (typeof state === 'object' && state !== null && 'active' in state && (state as { fixed?: unknown }).fixed !== true) out[feature] = (state as { active: unknown }).active === true;
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** ethtool's "Current hardware settings" block (of -g or -l) as label -> count, `n/a` as null; null where the driver has none. */
+async function ethtoolCurrent(name: string, flag: '-g' | '-l'): Promise<Map<string, number | null> | null> {
+  try {
+    const current = (await command('ethtool', [flag, name])).split(/^Current hardware settings:$/m)[1];
+    if (current === undefined) return null;
+    return new Map([...current.matchAll(/^([A-Za-z][A-Za-z ]*):[ \t]+(\S+)$/gm)].map((m) => [m[1]!, int(m[2]!)]));
+  } catch {
+    return null; // "Operation not supported": veth has no rings, loopback no channels
+  }
+}
+
+async function readRings(name: string): Promise<Environment['rings']> {
+  const current = await ethtoolCurrent(name, '-g');
+  return current ? { rx: current.get('RX') ?? null, tx: current.get('TX') ?? null } : null;
+}
+
+async function readChannels(name: string): Promise<Environment['channels']> {
+  const current = await ethtoolCurrent(name, '-l');
+  return current ? { rx: current.get('RX') ?? null, tx: current.get('TX') ?? null, other: current.get('Other') ?? null, combined: current.get('Combined') ?? null } : null;
+}
+
+let pciIds: Promise<string | null> | undefined;
+
+/** A PCI device's model as the host's pci.ids names it (pciutils' or hwdata's copy), read once. */
+async function pciModel(id: string): Promise<string | null> {
+  pciIds ??= read('/usr/share/misc/pci.ids').then((text) => text ?? read('/usr/share/hwdata/pci.ids'));
+  const text = await pciIds;
+  const [vendor, device] = id.split(':');
+  if (!text || !vendor || !device) return null;
+  const block = new RegExp(`^${vendor}  (.+)$([\\s\\S]*?)^(?=[0-9a-f]{4}  )`, 'm').exec(text);
+  const model = block?.[2]?.match(new RegExp(`^\\t${device}  (.+)$`, 'm'))?.[1];
+  return model ? `${block![1]} ${model}` : null;
+}
+
+/** The NIC's PCI identity from its device's uevent; null for a virtual interface (no device). */
+async function readPci(name: string): Promise<Environment['pci']> {
+  const uevent = await read(`${SYS}/${name}/device/uevent`);
+  const id = uevent?.match(/^PCI_ID=([0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})$/m)?.[1]?.toLowerCase();
+  if (!id) return null;
+  return { id, slot: uevent!.match(/^PCI_SLOT_NAME=(\S+)$/m)?.[1] ?? null, model: await pciModel(id) };
+}
+
 /** The CPU's model name, as /proc/cpuinfo gives it for the first CPU. */
 async function cpuModel(): Promise<string | null> {
   const info = await read('/proc/cpuinfo');
@@ -145,7 +201,7 @@ async function cpuModel(): Promise<string | null> {
  * comparison reads, and what a change point names when it differs between two runs.
  */
 export async function readEnvironment(iface: AgentInterface): Promise<Environment> {
-  const [{ driver, firmware }, rmemMax, wmemMax, qdiscs, congestionControl, tcpRmem, tcpWmem, model, governor] = await Promise.all([
+  const [{ driver, firmware }, rmemMax, wmemMax, qdiscs, congestionControl, tcpRmem, tcpWmem, model, governor, offloads, rings, channels, pci] = await Promise.all([
     driverInfo(iface.name),
     read('/proc/sys/net/core/rmem_max'),
     read('/proc/sys/net/core/wmem_max'),
@@ -155,6 +211,10 @@ export async function readEnvironment(iface: AgentInterface): Promise<Environmen
     read('/proc/sys/net/ipv4/tcp_wmem'),
     cpuModel(),
     read('/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor'),
+    readOffloads(iface.name),
+    readRings(iface.name),
+    readChannels(iface.name),
+    readPci(iface.name),
   ]);
   const spaced = (text: string | null) => text?.split(/\s+/).join(' ') ?? null;
   return {
@@ -172,5 +232,9 @@ export async function readEnvironment(iface: AgentInterface): Promise<Environmen
     cpuModel: model,
     cpuGovernor: governor,
     niclabVersion: VERSION,
+    offloads,
+    rings,
+    channels,
+    pci,
   };
 }

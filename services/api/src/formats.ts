@@ -2,7 +2,8 @@ import type { operations } from '@niclab/shared/generated/openapi';
 import type { Job, Run } from '@niclab/shared/domain/contract';
 import { comparisonTable, sweptFields, type Comparison } from '@niclab/shared/domain/compare';
 import { reportCsv, reportTable, type Report } from '@niclab/shared/domain/report';
-import { comparisonChart, reportChart } from '@niclab/shared/domain/plots';
+import { changeChart, comparisonChart, reportChart } from '@niclab/shared/domain/plots';
+import type { ChangePoint, SeriesRun } from '@niclab/shared/stores/changes';
 import type { ChartSpec } from '@niclab/shared/domain/plots';
 
 /** vega is loaded with the first plot asked for, not at every API start (0.4 s of CPU). */
@@ -20,10 +21,11 @@ export interface Rendered<Media extends string = string> {
   headers?: Record<string, string>;
 }
 
-type FormatOf<Op extends 'getReport' | 'compareJobs'> = Exclude<NonNullable<NonNullable<operations[Op]['parameters']['query']>['format']>, 'json'>;
+type FormatOf<Op extends 'getReport' | 'compareJobs' | 'getChange'> = Exclude<NonNullable<NonNullable<operations[Op]['parameters']['query']>['format']>, 'json'>;
 
 export interface ReportInput { id: string; job: Job; runs: Run[]; report: Report }
 export interface ComparisonInput { baseline: Job; candidate: Job; comparison: Comparison }
+export interface ChangeInput { change: ChangePoint; points: SeriesRun[] }
 
 type ReportMedia = 'text/csv' | 'text/plain' | 'image/svg+xml';
 type ComparisonMedia = 'text/plain' | 'image/svg+xml';
@@ -37,6 +39,10 @@ export const REPORT_FORMATS: Record<FormatOf<'getReport'>, (input: ReportInput) 
 export const COMPARISON_FORMATS: Record<FormatOf<'compareJobs'>, (input: ComparisonInput) => Rendered<ComparisonMedia> | Promise<Rendered<ComparisonMedia>>> = {
   table: ({ baseline, candidate, comparison }) => ({ contentType: 'text/plain; charset=utf-8', text: comparisonTable(comparison, sweptFields(baseline.spec, candidate.spec)) }),
   svg: async ({ baseline, candidate, comparison }) => ({ contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(comparisonChart(baseline, candidate, comparison)) }),
+};
+
+export const CHANGE_FORMATS: Record<FormatOf<'getChange'>, (input: ChangeInput) => Promise<Rendered<'image/svg+xml'>>> = {
+  svg: async ({ change, points }) => ({ contentType: 'image/svg+xml; charset=utf-8', text: await renderSvg(changeChart(change, points)) }),
 };
 
 /** A rendered format as a handler's reply. */

@@ -1,4 +1,5 @@
 import { HttpProblem } from '@niclab/shared/runtime/problem';
+import { CHANGE_FORMATS, reply } from '../formats.js';
 import { defaulted, type Handler } from '../handler.js';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -17,4 +18,12 @@ export const acknowledgeChange: Handler<'acknowledgeChange'> = async ({ params: 
   const change = await changes.acknowledge(id, body.as, body.note ?? '', principal.name);
   if (!change) throw HttpProblem.notFound(`Change point ${id}`);
   return { status: 200, body: change };
+};
+
+export const getChange: Handler<'getChange'> = async ({ params: { id }, query }, { changes }) => {
+  const change = await changes.get(id);
+  if (!change) throw HttpProblem.notFound(`Change point ${id}`);
+  const points = await changes.series(change);
+  if (query.format && query.format !== 'json') return reply(await CHANGE_FORMATS[query.format]({ change, points }));
+  return { status: 200, body: { change, points } };
 };

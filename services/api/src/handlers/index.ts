@@ -1,6 +1,6 @@
 import type { Handlers } from '../handler.js';
 import { getAgent, listAgents, previewGroup } from './agents.js';
-import { acknowledgeChange, listChanges } from './changes.js';
+import { acknowledgeChange, getChange, listChanges } from './changes.js';
 import { getHealth, getMetrics, getReady } from './health.js';
 import { createSchedule, deleteSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule } from './schedules.js';
 import { cancelJob, compareJobs, createJob, getJob, getJobEvents, getRawOutput, getReport, listJobs, listResults, listRuns } from './jobs.js';
@@ -10,6 +10,6 @@ export const handlers: Handlers = {
   createJob, listJobs, getJob, cancelJob, listRuns, getRawOutput, getReport, compareJobs, listResults, getJobEvents,
   listAgents, getAgent, previewGroup,
   createSchedule, listSchedules, getSchedule, deleteSchedule, pauseSchedule, resumeSchedule,
-  listChanges, acknowledgeChange,
+  listChanges, getChange, acknowledgeChange,
   getHealth, getReady, getMetrics,
 };

@@ -1,6 +1,7 @@
 import { TERMINAL_STATUSES, type ErrorInfo } from '@niclab/shared/domain/contract';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { compareJobs as compare } from '@niclab/shared/domain/compare';
+import { changesBetween } from '@niclab/shared/domain/changes/series';
 import { buildReport } from '@niclab/shared/domain/report';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
 import { defaulted, type Handler } from '../handler.js';
@@ -47,14 +48,18 @@ export const getReport: Handler<'getReport'> = async ({ params: { id }, query },
   return { status: 200, body: report };
 };
 
-export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store }) => {
+export const compareJobs: Handler<'compareJobs'> = async ({ query }, { store, changes }) => {
   const [baseline, candidate] = await Promise.all([store.get(query.baseline), store.get(query.candidate)]);
   if (!baseline) throw HttpProblem.notFound(`Job ${query.baseline}`);
   if (!candidate) throw HttpProblem.notFound(`Job ${query.candidate}`);
   // A group's runs are different links, not repetitions of one: their statistics would mix hosts.
   const grouped = ([['baseline', baseline], ['candidate', candidate]] as const).filter(([, job]) => job.spec.group);
   if (grouped.length > 0) throw HttpProblem.invalid(grouped.map(([field, job]) => ({ field: `query.${field}`, message: `job ${job.id} is a ${job.spec.group!.shape} group: its pairs are different links, so it has no A/B figure; compare one pair's jobs, or read the group's matrix report` })));
-  const comparison = compare(baseline, await store.listRuns(baseline.id), candidate, await store.listRuns(candidate.id), defaulted(query.minChangePercent, 'minChangePercent'), query.metric);
+  const [baseRuns, candRuns] = await Promise.all([store.listRuns(baseline.id), store.listRuns(candidate.id)]);
+  const compared = compare(baseline, baseRuns, candidate, candRuns, defaulted(query.minChangePercent, 'minChangePercent'), query.metric);
+  // The history's known steps between the two: a step after the earlier job was found after it was made.
+  const since = Math.min(...[baseline, candidate].map((j) => Date.parse(j.createdAt)));
+  const comparison = { ...compared, changesBetween: changesBetween({ job: baseline, runs: baseRuns }, { job: candidate, runs: candRuns }, (await changes.query({ since, limit: 1000 })).items) };
   if (query.format && query.format !== 'json') return reply(await COMPARISON_FORMATS[query.format]({ baseline, candidate, comparison }));
   return { status: 200, body: comparison };
 };

@@ -2,12 +2,13 @@
 import { ApiError, token } from './api.js';
 import type { Page, PageContext } from './page.js';
 import { agentsPage } from './pages/agents.js';
+import { changesPage } from './pages/changes.js';
 import { comparePage } from './pages/compare.js';
 import { jobPage } from './pages/job.js';
 import { jobsPage } from './pages/jobs.js';
 import { schedulesPage } from './pages/schedules.js';
 
-const PAGES: Record<string, Page> = { jobs: jobsPage, job: jobPage, compare: comparePage, agents: agentsPage, schedules: schedulesPage };
+const PAGES: Record<string, Page> = { jobs: jobsPage, job: jobPage, compare: comparePage, agents: agentsPage, schedules: schedulesPage, changes: changesPage };
 
 const main = document.getElementById('page')!;
 const notice = document.getElementById('notice')!;

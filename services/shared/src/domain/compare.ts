@@ -15,6 +15,8 @@ import { campaignOf } from './campaigns/index.js';
 import type { SearchRate } from './campaigns/campaign.js';
 
 export type Comparison = components['schemas']['Comparison'];
+/** Two jobs compared on their own runs; the API adds the history's change points between them (changesBetween). */
+export type JobComparison = Omit<Comparison, 'changesBetween'> & Partial<Pick<Comparison, 'changesBetween'>>;
 type ComparedPoint = components['schemas']['ComparedPoint'];
 type SearchComparison = components['schemas']['SearchComparison'];
 type MetricDirection = components['schemas']['MetricDirection'];
@@ -196,7 +198,7 @@ export function compareSearches(baseline: Job, baseRuns: Run[], candidate: Job, 
  * Each figure's points are one family: their p-values are Holm-adjusted together and the
  * verdicts follow the adjusted ones.
  */
-export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1, metricName?: MetricName): Comparison {
+export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, candRuns: Run[], minChangePercent = 1, metricName?: MetricName): JobComparison {
   const metric = headline(baseline.spec);
   const judged = RUN_METRICS[metricName ?? metric.name];
   const userVaried = varied(baseline.spec, candidate.spec);
@@ -247,7 +249,7 @@ const fmt = (value: number, m: RunMetric) => (value / m.table.scale).toFixed(m.t
  * and each group's average change; then every other figure the jobs measured, a line per point
  * and figure. A change from a baseline of 0 is `Δ` in the figure's unit.
  */
-export function comparisonTable(c: Comparison, dimensions: string[]): string {
+export function comparisonTable(c: JobComparison, dimensions: string[]): string {
   const judged = RUN_METRICS[c.metric.name];
   const way = (m: { higherIsBetter: boolean }) => (m.higherIsBetter ? 'higher is better' : 'lower is better');
   const last = dimensions.at(-1);
@@ -257,6 +259,7 @@ export function comparisonTable(c: Comparison, dimensions: string[]): string {
   const out = [`baseline ${c.baseline}`, `candidate ${c.candidate}`, `judged: ${judged.name} (${way(judged)})`, `${judged.table.unit}: orig, new, % change (${confidence}), p, Holm-adjusted p over the figure's points, verdict`];
   if (c.variedByUser.length) out.push(`varied: ${c.variedByUser.join(', ')}`);
   for (const d of c.environmentDifferences) out.push(`environment: ${d.where} ${d.field}: ${d.baseline} -> ${d.candidate}${d.variedByUser ? '' : '  (not varied by you: flagged)'}`);
+  for (const x of c.changesBetween ?? []) out.push(`between them: a change point in schedule ${x.series.schedule}'s ${x.series.figure} on ${x.series.src.agent}:${x.series.src.interface} -> ${x.series.dst.agent}:${x.series.dst.interface}, ${x.relative === null ? `${x.difference} ${x.unit}` : `${(x.relative * 100).toFixed(1)}%`} (${x.verdict}) after the run of ${x.after.finishedAt}${x.acknowledged ? `, acknowledged ${x.acknowledged.as}` : ''} (${x.id})`);
   const signed = (x: number, m: RunMetric) => `${x >= 0 ? '+' : ''}${fmt(x, m)}`;
   const fromZero = (p: ComparedPoint) => p.changePercentReason !== null && p.difference !== null;
   const cells = (p: ComparedPoint, m: RunMetric) => [

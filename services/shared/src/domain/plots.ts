@@ -3,7 +3,8 @@
  * data in, a JSON spec out. Rendering (vega, to SVG) belongs to the API, so this package needs
  * no plotting library.
  */
-import type { Comparison } from './compare.js';
+import type { Comparison, JobComparison } from './compare.js';
+import type { components } from '../generated/openapi.js';
 import type { Job, JobSpec, Run, SweepPoint } from './contract.js';
 import { DIMENSIONS, pointKey, pointLabel, type Dimension } from './plan.js';
 import type { Report } from './report.js';
@@ -317,7 +318,7 @@ function timeSeriesChart(job: Job, runs: Run[], report: Report): ChartSpec {
  * An A/B comparison: per point a baseline and a candidate bar, each with the interval of its
  * mean, and the verdict (with the % change) above the pair.
  */
-export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): ChartSpec {
+export function comparisonChart(baseline: Job, candidate: Job, c: JobComparison): ChartSpec {
   const judged = RUN_METRICS[c.metric.name];
   const axis = columnAxis(c.metric.name);
   const y = c.metric.name === c.headline.name ? axis : { ...axis, title: `${axis.title.slice(0, -1)}, ${judged.higherIsBetter ? 'higher' : 'lower'} is better)` };
@@ -359,4 +360,51 @@ export function comparisonChart(baseline: Job, candidate: Job, c: Comparison): C
 function pointsTitle(points: SweepPoint[]): string {
   const fields = DIMENSIONS.filter((d) => points.some((p) => p[d] !== undefined));
   return fields.length ? `point (${fields.join(', ')})` : 'point';
+}
+
+type ChangeSeries = components['schemas']['ChangeSeries'];
+const [RUN_FINISHED, MEAN] = ['run finished', 'mean'];
+
+/** A change point's headline: `−9.8% [−11.2, −8.4] (worse)`, or the difference in the axis's unit when the mean before was 0. */
+function stepText(change: ChangeSeries['change'], scale: number, unit: string): string {
+  const signed = (x: number, digits: number) => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(digits)}`;
+  if (change.relative !== null && change.relativeInterval) {
+    const [low, high] = change.relativeInterval;
+    return `${signed(change.relative * 100, 1)}% [${signed(low! * 100, 1)}, ${signed(high! * 100, 1)}] (${change.verdict})`;
+  }
+  const [low, high] = change.differenceInterval;
+  return `${signed(change.difference / scale, 3)} ${unit} [${signed(low! / scale, 3)}, ${signed(high! / scale, 3)}] (${change.verdict})`;
+}
+
+/**
+ * A change point on its series: a point per run against its end, the two segments' means as
+ * lines over their runs, and the step as a dashed rule between the last run before it and the
+ * first after; the title gives the step with its interval, the subtitle what changed.
+ */
+export function changeChart(change: ChangeSeries['change'], points: ChangeSeries['points']): ChartSpec {
+  const axis = columnAxis(change.series.figure);
+  const [c, s] = [change, change.series];
+  const runs = points.map((p) => ({ finishedAt: p.finishedAt, value: p.value / axis.scale }));
+  const first = points.findIndex((p) => p.runId === c.after.runId);
+  // Each segment's mean over its own runs, where the series still holds them (its last 200).
+  const segments = first < 0 ? [] : [
+    { segment: 'before', from: points[Math.max(0, first - c.before.runs)]!.finishedAt, to: c.before.finishedAt, mean: c.before.mean / axis.scale, runs: c.before.runs },
+    { segment: 'after', from: c.after.finishedAt, to: points[Math.min(points.length, first + c.after.runs) - 1]!.finishedAt, mean: c.after.mean / axis.scale, runs: c.after.runs },
+  ];
+  const at = new Date((Date.parse(c.before.finishedAt) + Date.parse(c.after.finishedAt)) / 2).toISOString();
+  const changed = c.changed.map((x) => `${x.end} ${x.agent}:${x.interface} ${x.field} ${JSON.stringify(x.before)} → ${JSON.stringify(x.after)}`);
+  const x = { field: 'finishedAt', type: 'temporal', title: RUN_FINISHED };
+  return {
+    $schema: SCHEMA,
+    ...SIZE,
+    title: {
+      text: `${axis.title.split(' (')[0]} ${stepText(c, axis.scale, axis.title.replace(/^.*\((.*)\)$/, '$1'))}: ${endpoint(s.src)} -> ${endpoint(s.dst)}`,
+      subtitle: [`schedule ${s.schedule}, flow ${s.flowIndex}${s.direction === 'reverse' ? ' (reverse)' : ''}${Object.keys(s.point).length ? `, ${pointLabel(s.point)}` : ''}; p = ${c.pValue.toPrecision(2)}`, changed.length ? `changed: ${changed.join('; ')}` : 'nothing recorded changed in either end'],
+    },
+    layer: [
+      { name: 'runs', data: { values: runs }, mark: { type: 'point', filled: true, size: 30 }, encoding: { x, y: quantitative('value', axis.title, { scale: { zero: false } }), tooltip: [{ field: 'finishedAt', type: 'temporal' }, { field: 'value', title: axis.title }] } },
+      { name: 'means', data: { values: segments }, mark: { type: 'rule', strokeWidth: 2 }, encoding: { x: { ...x, field: 'from' }, x2: { field: 'to' }, y: quantitative('mean', axis.title, { scale: { zero: false } }), color: nominal('segment', null, { sort: ['before', 'after'] }), tooltip: [{ field: 'segment' }, { field: 'mean', title: MEAN, format: '.6~f' }, { field: 'runs' }] } },
+      { name: 'step', data: { values: [{ at }] }, mark: { type: 'rule', strokeDash: [4, 4], color: 'firebrick' }, encoding: { x: { ...x, field: 'at' } } },
+    ],
+  };
 }

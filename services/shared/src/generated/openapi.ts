@@ -260,6 +260,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/changes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One change point with its series' runs, or its series drawn with the step marked
+         * @description The change point and the runs of its series that detection reads (the last 200, oldest
+         *     first), each with its value in the change point's `unit`. `svg` draws them: a point per
+         *     run against its end, the two segments' means as lines over their runs, and the step as
+         *     a vertical rule between `before.runId` and `after.runId`, with its size and what
+         *     changed in the title. A step older than the series' last 200 runs is drawn without
+         *     its runs before it.
+         */
+        get: operations["getChange"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/changes/{id}/acknowledge": {
         parameters: {
             query?: never;
@@ -1168,6 +1193,13 @@ export interface components {
             }[];
             /** @description Spec fields that differ between the two jobs. */
             variedByUser: string[];
+            /**
+             * @description Known change points on the two jobs' links (a flow's ends, either way round) whose
+             *     step lies between the two jobs: between its `before` and `after` runs and the
+             *     earlier and later job's ends. A comparison that spans one says so: the history
+             *     itself stepped there, acknowledged or not (see /v1/changes).
+             */
+            changesBetween: components["schemas"]["ChangePoint"][];
             environmentDifferences: {
                 /** @description The end, e.g. `flow 0 receiver`. */
                 where: string;
@@ -1304,7 +1336,7 @@ export interface components {
             relative: number | null;
             /** @description differenceInterval over before.mean. */
             relativeInterval: number[] | null;
-            /** @description The two segments' Student t-test (Otava's), which detection held under 0.001. */
+            /** @description Student's t-test (Otava's) of the two segments as reported, which detection held under 0.001. */
             pValue: number;
             /** @description What differed in either end's environment between `before.runId` and `after.runId` (or, when nothing did, between the runs one further out each way). */
             changed: {
@@ -1329,6 +1361,17 @@ export interface components {
                 /** Format: date-time */
                 at: string;
             };
+        };
+        ChangeSeries: {
+            change: components["schemas"]["ChangePoint"];
+            /** @description The series' runs as detection reads them (its last 200), oldest first. */
+            points: {
+                runId: components["schemas"]["Id"];
+                /** Format: date-time */
+                finishedAt: string;
+                /** @description The run's figure in the change point's `unit`, as /v1/results gives it for that run and flow. */
+                value: number;
+            }[];
         };
         ChangeSide: {
             /** @description The last run before the step (in `before`), the first after it (in `after`). */
@@ -1879,6 +1922,30 @@ export interface components {
                 cpuGovernor?: string | null;
                 /** @description The agent's niclab version. */
                 niclabVersion?: string;
+                /** @description The offloads the driver lets be changed, each on or off, as `ethtool --json -k` gives them (`tcp-segmentation-offload: true`); fixed ones are left out, since no one can change them. Null where ethtool cannot read them. */
+                offloads?: {
+                    [key: string]: boolean;
+                } | null;
+                /** @description The current RX and TX ring sizes (`ethtool -g`), null where the driver has none (veth, loopback). */
+                rings?: null | {
+                    rx: number | null;
+                    tx: number | null;
+                };
+                /** @description The current channel counts (`ethtool -l`), each null where the driver says n/a; null where it has none (loopback). */
+                channels?: null | {
+                    rx: number | null;
+                    tx: number | null;
+                    other: number | null;
+                    combined: number | null;
+                };
+                /** @description The NIC's PCI identity (`device/uevent` under /sys/class/net), with its model as the host's pci.ids names it (null without that file); null for a virtual interface. */
+                pci?: null | {
+                    /** @description vendor:device, as `8086:1572`. */
+                    id: string;
+                    /** @description As `0000:03:00.0`. */
+                    slot: string | null;
+                    model: string | null;
+                };
             };
             /** @description The job's tuning as in force on this end during the run (read back after applying it); restored afterwards. */
             tuning?: {
@@ -2551,6 +2618,36 @@ export interface operations {
             };
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+        };
+    };
+    getChange: {
+        parameters: {
+            query?: {
+                format?: "json" | "svg";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The change point and its series. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeSeries"];
+                    "image/svg+xml": string;
+                };
+            };
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };

@@ -21,6 +21,7 @@ import { summarizeRun } from './results.js';
 
 export type ChangePoint = components['schemas']['ChangePoint'];
 export type Acknowledgement = NonNullable<ChangePoint['acknowledged']>;
+export type SeriesRun = components['schemas']['ChangeSeries']['points'][number];
 
 /** How far (in runs) a step may move as more runs come in and still be the one already stored. */
 const EDGE = 2;
@@ -125,6 +126,15 @@ export class ChangeStore implements JobObserver {
       detectedAt: new Date(this.now()).toISOString(),
       acknowledged: null,
     };
+  }
+
+  /** A change point's series as detection reads it: its last HISTORY runs, oldest first. */
+  async series(change: ChangePoint): Promise<SeriesRun[]> {
+    const raw = await this.redis.lrange(this.keys.changesSeries(digestOf(canonical(change.series))), 0, -1);
+    return raw.map((text) => {
+      const p = JSON.parse(text) as SeriesPoint;
+      return { runId: p.r, finishedAt: new Date(p.t).toISOString(), value: p.v };
+    });
   }
 
   async get(id: string): Promise<ChangePoint | null> {

@@ -4,7 +4,7 @@
  * headline figure, each point a succeeded run's value. And what a run's environment was at
  * each end, so that a change point can say what changed between the runs on either side of it.
  */
-import type { Endpoint, Run, SweepPoint } from '../contract.js';
+import type { Endpoint, Job, Run, SweepPoint } from '../contract.js';
 import type { components } from '../../generated/openapi.js';
 import { HISTORY_COLUMNS, type HistoryColumnName } from '../figures/columns.js';
 
@@ -116,4 +116,24 @@ export function environmentChanges(before: FlowEnvironment | null, after: FlowEn
     }
   }
   return changes;
+}
+
+type ChangePoint = components['schemas']['ChangePoint'];
+
+/** When a job's last run ended (without one, when the job ended, started or was made), for placing it against a step. */
+function jobTime(job: Job, runs: readonly Run[]): number {
+  const ends = runs.flatMap((r) => (r.finishedAt ? [Date.parse(r.finishedAt)] : []));
+  return ends.length ? Math.max(...ends) : Date.parse(job.finishedAt ?? job.startedAt ?? job.createdAt);
+}
+
+/**
+ * The change points a comparison of two jobs spans: on a link of either job (a flow's ends,
+ * either way round), with the step (its last run before and first after) overlapping the
+ * time between the two jobs' ends.
+ */
+export function changesBetween(a: { job: Job; runs: readonly Run[] }, b: { job: Job; runs: readonly Run[] }, changes: readonly ChangePoint[]): ChangePoint[] {
+  const [first, last] = [jobTime(a.job, a.runs), jobTime(b.job, b.runs)].sort((x, y) => x - y) as [number, number];
+  const key = (from: { agent: string; interface: string }, to: { agent: string; interface: string }) => [from, to].map((e) => `${e.agent}:${e.interface}`).sort().join(' ');
+  const links = new Set([a.job, b.job].flatMap((job) => (Array.isArray(job.spec.flows) ? job.spec.flows : []).map((f) => key(f.from, f.to))));
+  return changes.filter((c) => links.has(key(c.series.src, c.series.dst)) && first < Date.parse(c.after.finishedAt) && Date.parse(c.before.finishedAt) < last);
 }

@@ -6,6 +6,9 @@
  */
 import type { Display, Domain, Figure } from './figure.js';
 
+/** A change point's field wherever the results carry one: listed, with its series, and in a comparison that spans it. */
+const changeFields = (paths: string[]) => ['ChangePoint', 'ChangeSeries.change', 'Comparison.changesBetween[]'].flatMap((at) => paths.map((p) => `${at}.${p}`));
+
 export type { Figure } from './figure.js';
 
 const ALL_KINDS = ['stream', 'rr', 'probe'] as const;
@@ -713,6 +716,22 @@ export const FIGURES: readonly Figure[] = [
   },
   // ---- Change points in a schedule's series --------------------------------------------------
   {
+    name: 'changeSeriesValue',
+    meaning: "A run's point in a change point's series: the run's figure (the series' figure, one flow and direction), as the history keeps it.",
+    unit: 'the series figure', display: { scale: 1, unit: '', digits: 6 }, better: null, domain: SIGNED,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: "The run's summary in /v1/results (its flow's figure), stored in the series as the run ended; the last 200 runs are kept.",
+    reference: { kind: 'closed-form', against: "the same runs' figures as /v1/results gives them, run for run, and the synthetic series' values; the SVG's points, means and step drawn between the right runs", test: 'test/api/changes.test.ts', case: 'one change point with its series' },
+    answers: {
+      zero: 'A run whose figure is 0 (no loss) is a point at 0.',
+      directions: 'Of one series, so of one direction.',
+      flows: 'Of one series, so of one flow.',
+      stall: 'A failed run is no point.',
+      wire: "In the series figure's own terms: throughput is payload.",
+    },
+    fields: ['ChangeSeries.points[].value'],
+  },
+  {
     name: 'changeStep',
     meaning: "A change point's step: the mean of the series' runs after it minus the mean before it (difference, in the figure's unit), and the same over the mean before (relative), each with its 95% interval.",
     unit: 'ratio', display: PERCENT, better: null, domain: SIGNED,
@@ -726,7 +745,7 @@ export const FIGURES: readonly Figure[] = [
       stall: "A run that failed or hit its deadline without a result extends no series; a stalled sender's lower figure is a point like any other, and one such run is not a step (a step needs 4 runs on each side).",
       wire: "In the series figure's own terms: throughput is payload, as bitsPerSecond.",
     },
-    fields: ['ChangePoint.difference', 'ChangePoint.differenceInterval[]', 'ChangePoint.relative', 'ChangePoint.relativeInterval[]', 'ChangePoint.before.mean', 'ChangePoint.after.mean'],
+    fields: changeFields(['difference', 'differenceInterval[]', 'relative', 'relativeInterval[]', 'before.mean', 'after.mean']),
   },
   {
     name: 'changePValue',
@@ -742,7 +761,7 @@ export const FIGURES: readonly Figure[] = [
       stall: 'Failed runs are not in the series.',
       wire: 'A probability, without a unit.',
     },
-    fields: ['ChangePoint.pValue'],
+    fields: changeFields(['pValue']),
   },
   {
     name: 'changePoints',
@@ -769,11 +788,11 @@ export const FIGURES: readonly Figure[] = [
  * above are computed from; their reference is the kernel they were read from).
  */
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
-  { fields: ['ChangePoint.series.flowIndex', 'ChangePoint.before.runs', 'ChangePoint.after.runs'], why: "a change point's series (which flow) and how many runs lie on each side of it" },
+  { fields: changeFields(['series.flowIndex', 'before.runs', 'after.runs']), why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow'], why: 'an index: which flow, run, goal or attempt' },
   { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Report.mlrSearches[].packetSize', 'Report.mlrSearches[].goals[].goal.*', 'Report.mlrSearches[].trials[].packetsPerSecond', 'Report.mlrSearches[].trials[].duration', 'Report.mlrSearches[].limit.packetsPerSecond', 'Report.mlrSearches[].limit.duration', 'Report.mlrSearches[].limit.attempts', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.searches[].lossRatio', 'Comparison.searches[].exceedRatio', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
-  { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, effective socket buffers) or its tuning as applied" },
+  { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.environment.rings.*', 'FlowResult.diagnostics.*.environment.channels.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, ring sizes and channel counts, effective socket buffers) or its tuning as applied" },
   { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*', 'FlowResult.diagnostics.*.host.ip.*', 'FlowResult.diagnostics.*.host.ip6.*', 'Report.mlrSearches[].trials[].void[].drops', 'Report.mlrSearches[].limit.void[].drops'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },
 ];
 

@@ -28,7 +28,9 @@ export type Unit =
   | 'runs'
   | 'jobs'
   | 'count'
-  | 'boolean';
+  | 'boolean'
+  /** A point of a series of another figure, in that figure's unit (a change point's `unit` names it). */
+  | 'the series figure';
 
 /** How tables and plots show a value: value / scale in `unit`, with `digits` decimals. */
 export interface Display {
