@@ -145,8 +145,10 @@ describe('the queue of a shaped link through tuning.qdisc: a longer queue, a lon
     // it reach 800 kB). irtt samples time, not transactions, so it sees those peaks only as often
     // as they last: its p99 went 23.0 -> 45.0 ms in one run and 23.7 -> 24.6 ms in another (p50
     // 12.8 -> 14.2 ms) while rr's per-transaction p99 doubled both times. What must hold is the
-    // direction: the reference never finds the long queue quicker.
-    assert.ok(longP50 >= shortP50 && longP99 >= shortP99, `irtt loaded p50 ${shortP50} -> ${longP50} ms, p99 ${shortP99} -> ${longP99} ms`);
+    // direction of the tail: the reference never finds the long queue's p99 quicker. Its median is
+    // BBR's standing queue on both, within noise (12.21 -> 11.97 ms in the fresh-clone run at
+    // f847f30, p99 15.2 -> 21.5 ms): held within 10% of the short one's, not above it.
+    assert.ok(longP99 >= shortP99 && longP50 >= 0.9 * shortP50, `irtt loaded p50 ${shortP50} -> ${longP50} ms, p99 ${shortP99} -> ${longP99} ms`);
   });
 
   test('compare: the long queue is significantly worse on loaded RTT p99 (lower is better), at the same throughput, with the same idle RTT', async (ctx) => {
