@@ -2,9 +2,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import request from 'supertest';
-import { steps } from '@niclab/shared/domain/changes/detect';
-import { syntheticSchedule } from '../helpers/changes.js';
+import { CHANGE_DEFAULTS, steps } from '@niclab/shared/domain/changes/detect';
+import { ConfigError, loadConfig } from '@niclab/shared/runtime/config';
+import { jobStore } from '@niclab/shared/stores/job-queue';
+import { Keys } from '@niclab/shared/stores/keys';
+import { syntheticSchedule, syntheticSearchSchedule } from '../helpers/changes.js';
 import { seededRandom } from '../helpers/random.js';
+import { uniquePrefix } from '../helpers/redis.js';
 import { chartTitle, markItems, markPositions, parseSvg } from '../helpers/svg.js';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 
@@ -22,7 +26,7 @@ stackPerFile({}, (s) => {
 
 let fire: ReturnType<typeof syntheticSchedule>;
 
-type Change = { id: string; before: { runId: string; finishedAt: string; mean: number }; after: { runId: string; finishedAt: string; mean: number }; relative: number; relativeInterval: [number, number]; verdict: string; unit: string; changed: { end: string; field: string; before: unknown; after: unknown }[]; acknowledged: unknown };
+type Change = { id: string; series: { figure: string; goal?: unknown }; before: { runId: string; finishedAt: string; mean: number }; after: { runId: string; finishedAt: string; mean: number }; relative: number; relativeInterval: [number, number]; verdict: string; unit: string; changed: { end: string; field: string; before: unknown; after: unknown }[]; acknowledged: unknown };
 const changes = async (query = 'schedule=nightly') => (await request(stack.app).get(`/v1/changes?${query}`).expect(200)).body as { items: Change[]; next: string | null };
 const metric = async (name: string) =>
   (await stack.services.metrics.render()).split('\n').filter((l) => l.startsWith(`${name}{`)).map((l) => l.replace(/^[^{]+/, ''));
@@ -134,6 +138,40 @@ test("one change point with its series: each run's value as /v1/results has it, 
   assert.deepEqual(await between(run(at), run(at + 5)), []);
   const table = (await request(stack.app).get(`/v1/compare?baseline=${job(run(at - 1))}&candidate=${job(run(at))}&format=table`).expect(200)).text;
   assert.match(table, new RegExp(`between them: a change point in schedule nightly's bitsPerSecond on A:eth1 -> B:eth1, -10\\.\\d% \\(worse\\) after the run of ${first.after.finishedAt}, acknowledged expected \\(${first.id}\\)`));
+});
+
+test('the detection options are the configuration\'s: a minStep of 15% raises no 10% step, and a bad value is refused by name', async () => {
+  const config = loadConfig({ NICLAB_CHANGE_MIN_STEP: '0.15', NICLAB_CHANGE_MIN_SEGMENT: '6' });
+  assert.deepEqual(config.changes, { ...CHANGE_DEFAULTS, minStep: 0.15, minSegment: 6 });
+  assert.deepEqual(loadConfig({}).changes, CHANGE_DEFAULTS);
+  assert.throws(() => loadConfig({ NICLAB_CHANGE_MIN_SEGMENT: '2.5' }), (e: Error) => e instanceof ConfigError && /NICLAB_CHANGE_MIN_SEGMENT.*whole number/.test(e.message));
+  assert.throws(() => loadConfig({ NICLAB_CHANGE_MAX_P: '2' }), (e: Error) => e instanceof ConfigError && /NICLAB_CHANGE_MAX_P/.test(e.message));
+  // The same series through a store at those options, and one at the defaults, side by side.
+  const [strict, usual] = [config.changes, CHANGE_DEFAULTS].map((options) => jobStore(stack.services.redis, new Keys(uniquePrefix()), options));
+  const [fireStrict, fireUsual] = [strict!, usual!].map((s) => syntheticSchedule(s.store, 'configured', 3));
+  for (const mbit of [...Array<number>(12).fill(100), ...Array<number>(8).fill(90)]) {
+    await fireStrict!(mbit, 12_500_000);
+    await fireUsual!(mbit, 12_500_000);
+  }
+  assert.equal((await usual!.changes.query({ since: 0, limit: 10 })).items.length, 1);
+  assert.deepEqual((await strict!.changes.query({ since: 0, limit: 10 })).items, []);
+});
+
+test("a schedule's rate search: its rate found per firing is the series, not its trials; a 10% lower capacity is one change point naming the shaper", async () => {
+  const fireSearch = syntheticSearchSchedule(stack.services.store, 'search-nightly');
+  for (let i = 0; i < 12; i++) await fireSearch(40_000 + (i % 3) * 20);
+  for (let i = 0; i < 6; i++) await fireSearch(36_000 + (i % 3) * 20);
+  const { items } = await changes('schedule=search-nightly');
+  assert.deepEqual(items.map((c) => [c.series.figure, c.series.goal, c.verdict, c.unit]), [['searchPacketsPerSecond', { algorithm: 'binary', lossRatio: 0, exceedRatio: null }, 'worse', 'datagrams/s']], JSON.stringify(items, null, 1));
+  const [change] = items as [Change];
+  // The rates found, against the capacities: the search's 1% resolution below each.
+  assert.ok(change.before.mean <= 40_040 && change.before.mean >= 40_000 * 0.98, `before ${change.before.mean}`);
+  assert.ok(change.after.mean <= 36_040 && change.after.mean >= 36_000 * 0.98, `after ${change.after.mean}`);
+  assert.ok(Math.abs(change.relative + 0.1) < 0.02, `step ${change.relative}`);
+  assert.deepEqual(change.changed.filter((c) => c.end === 'sender').map((c) => c.field), ['qdiscs.8001:.options.rate']);
+  // One point a firing: 18, whatever the trials.
+  assert.equal((await request(stack.app).get(`/v1/changes/${change.id}`).expect(200)).body.points.length, 18);
+  assert.match(chartTitle(parseSvg(await svgOf(change.id))).subtitle, /schedule search-nightly, binary loss 0, flow 0/);
 });
 
 test('a step whose run moves as more runs come in (15, then 16, then 15) is one change point, not three', async () => {

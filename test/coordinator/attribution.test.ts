@@ -87,11 +87,16 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   const othersBusy = judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait: 0.45 }), 2) })!;
   assert.equal(othersBusy.verdict, 'receiver socket buffer', 'a busy core the engine waited for less than half the run (a loaded machine) did not starve it');
   // The lab's starved receiver: 43% of its run waited (its run counts its idle time before and
-  // after the send), 8.6 times the 5% of a core it got. Not so a short wait, nor one under 4x its CPU.
-  const receiverWith = (wait: number, cpuSeconds: number) => judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait }), cpuSeconds) })!.verdict;
+  // after the send), 8.6 times the 5% of a core it got. Not so a short wait, nor one under 6x its
+  // CPU (a loaded machine's receiver at 10% of a core, waiting 45%), nor a wait without its CPU.
+  const receiverWith = (wait: number, cpuSeconds: number | null) => judgeBottleneck({ udp: udp(1_000, 500), bitsPerSecond: 1e6, retransmits: null, sender: end(clean), receiver: cpuSeconds === null ? { figures: null, diagnostics: { agent: 'B', interface: 'eth1', address: '198.18.0.2', command: [], host: host({ udp: { RcvbufErrors: 500 }, core: 1, wait }) } } : end(host({ udp: { RcvbufErrors: 500 }, core: 1, wait }), cpuSeconds) })!.verdict;
   assert.equal(receiverWith(0.43, 0.25), 'receiver CPU');
   assert.equal(receiverWith(0.2, 0.02), 'receiver socket buffer', 'a fifth of the run waited is no starvation');
-  assert.equal(receiverWith(0.43, 0.6), 'receiver socket buffer', 'waiting 3.6 times its 12% of a core');
+  assert.equal(receiverWith(0.45, 0.5), 'receiver socket buffer', 'waiting 4.5 times its 10% of a core');
+  assert.equal(receiverWith(0.45, null), 'receiver socket buffer', 'without the engine\'s CPU, the wait alone says nothing of starvation');
+  // Starvation is a receiver's rule: a TCP sender behind a shaper (3% of a core) that waited 30% on a loaded host is held by the link.
+  const tcpShaped = judgeBottleneck({ udp: null, bitsPerSecond: 2e7, retransmits: 0, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 5_000 }, core: 1, wait: 0.3 }), 0.15), receiver: end(clean) })!;
+  assert.equal(tcpShaped.verdict, 'link', tcpShaped.reason);
 
   const shaped = judgeBottleneck({ udp: udp(1_000, 600), bitsPerSecond: 2e7, retransmits: null, sender: end(host({ udp: { SndbufErrors: 400 }, qdisc: { kind: 'tbf', dropped: 400, overlimits: 900 } })), receiver: end(clean) })!;
   assert.equal(shaped.verdict, 'link');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import request from 'supertest';
+import { syntheticSchedule } from '../helpers/changes.js';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 import { waitFor } from '../helpers/processes.js';
 
@@ -38,18 +39,36 @@ test('retention: beyond NICLAB_RETENTION_JOBS the oldest finished jobs go, past 
   const before = (await request(stack.app).get('/v1/jobs')).body.items.map((j: { id: string }) => j.id);
   const c = await runJob({ kernel: 'third' });
   // Three finished jobs, two kept: the oldest is deleted with its runs.
-  assert.deepEqual(await stack.coordinator!.sweepRetention(), { jobs: 1, summaries: 0 });
+  assert.deepEqual(await stack.coordinator!.sweepRetention(), { jobs: 1, summaries: 0, changes: 0 });
   const oldest = before.at(-1);
   assert.equal((await request(stack.app).get(`/v1/jobs/${oldest}`)).status, 404);
   assert.equal((await request(stack.app).get(`/v1/jobs/${c}`)).status, 200);
   assert.equal((await request(stack.app).get('/v1/jobs')).body.items.length, 2);
   // 31 days on: every job is past its 30 days; its summaries (365 days) remain.
-  assert.deepEqual(await stack.coordinator!.sweepRetention(Date.now() + 31 * 86400_000), { jobs: 2, summaries: 0 });
+  assert.deepEqual(await stack.coordinator!.sweepRetention(Date.now() + 31 * 86400_000), { jobs: 2, summaries: 0, changes: 0 });
   assert.deepEqual((await request(stack.app).get('/v1/jobs')).body.items, []);
   assert.equal((await request(stack.app).get('/v1/results?agent=keeper')).body.items.length, 3);
-  assert.deepEqual(await stack.coordinator!.sweepRetention(Date.now() + 366 * 86400_000), { jobs: 0, summaries: 3 });
+  assert.deepEqual(await stack.coordinator!.sweepRetention(Date.now() + 366 * 86400_000), { jobs: 0, summaries: 3, changes: 0 });
   // Nothing of the deleted jobs is left in Redis but the run summaries' history (now empty) and counters.
   const keys = await stack.services.redis.keys(`${stack.config.prefix}:run*`);
   assert.deepEqual(keys, []);
   assert.deepEqual(await stack.services.redis.keys(`${stack.config.prefix}:history:*`), [], 'the history and its indexes are empty');
+});
+
+test('change points are kept as long as run summaries, by when they were found, and their known steps go with them', async () => {
+  const fire = syntheticSchedule(stack.services.store, 'retained');
+  for (const mbit of [...Array<number>(12).fill(100), ...Array<number>(6).fill(90)]) await fire(mbit, mbit * 125_000);
+  const [change] = (await stack.services.changes.query({ since: 0, limit: 10 })).items;
+  assert.ok(change, 'the synthetic step is a change point');
+  const known = stack.config.prefix + ':changes:known:' + change.id.slice(0, 16);
+  assert.equal(await stack.services.redis.hget(known, change.id.slice(17)), change.id);
+  assert.equal((await stack.coordinator!.sweepRetention(Date.now() + 364 * 86400_000)).changes, 0, 'found today: kept for 365 days');
+  assert.equal((await stack.coordinator!.sweepRetention(Date.now() + 366 * 86400_000)).changes, 1);
+  assert.equal(await stack.services.changes.get(change.id), null);
+  assert.deepEqual((await stack.services.changes.query({ since: 0, limit: 10 })).items, []);
+  assert.equal(await stack.services.redis.hexists(known, change.id.slice(17)), 0);
+  // Still counted as found (a counter does not go down), no longer open.
+  const families = (await stack.services.metrics.render()).split('\n');
+  assert.ok(families.includes('niclab_change_points_total{schedule="retained",figure="bitsPerSecond",verdict="worse"} 1'), families.filter((l) => l.startsWith('niclab_change')).join('\n'));
+  assert.deepEqual(families.filter((l) => l.startsWith('niclab_change_points_open{')), []);
 });

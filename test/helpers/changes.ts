@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FlowResult, JobSpec, Run } from '@niclab/shared/domain/contract';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import { seededRandom } from './random.js';
+import { drive } from './search-path.js';
 
 const A = { agent: 'A', interface: 'eth1' };
 const B = { agent: 'B', interface: 'eth1' };
@@ -47,4 +48,33 @@ export function syntheticSchedule(store: JobStore, schedule: string, seed = 29) 
     return run.id;
   };
   return Object.assign(fire, { jobs });
+}
+
+/**
+ * A schedule's rate search (binary, NDR, 1% resolution) fired as the coordinator fires it: a
+ * job whose trials are driven against a path that loses above `capacity` datagrams/s, each
+ * trial saved as a run, then the job ended, an hour after the previous firing.
+ */
+export function syntheticSearchSchedule(store: JobStore, schedule: string) {
+  const spec = {
+    engine: 'builtin', test: 'stream', protocol: 'udp', retries: 0, duration: 1, bufferLength: 131072, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1,
+    flows: [{ from: A, to: B }], labels: { schedule }, udp: { packetSize: 1000, rate: { packetsPerSecond: 1000 } },
+    search: { target: 'ndr', min: { packetsPerSecond: 1000 }, max: { packetsPerSecond: 100_000 }, resolutionPercent: 1, confirmations: 0, maxTrials: 40 },
+  } as unknown as JobSpec;
+  let fired = 0;
+  return async (capacity: number): Promise<string> => {
+    const jobId = randomUUID();
+    const { runs } = drive(spec, (offered) => ({ lossRatio: offered > capacity ? (offered - capacity) / offered : 0 }));
+    await store.create(jobId, spec, runs.length);
+    await store.transition(jobId, ['queued'], 'running');
+    const start = START + fired++ * 3_600_000;
+    for (const [i, trial] of runs.entries()) {
+      const finishedAt = new Date(start + (i + 1) * 2000).toISOString();
+      const flow = { flowIndex: 0, direction: 'forward', from: A, to: B, sender: null, receiver: null, bitsPerSecond: trial.flows[0] ? (trial.flows[0].udp!.received * 8000) : null, retransmits: null, udp: trial.flows[0]?.udp ?? null, rr: null, intervals: [],
+        nic: { from: null, to: null }, pathVerified: true, error: null, diagnostics: { sender: { ...A, address: '198.18.0.1', command: ['niclab-engine'], environment: environment(capacity * 1000) }, receiver: { ...B, address: '198.18.0.2', command: ['niclab-engine'], environment: environment(capacity * 1000) } } } as unknown as FlowResult;
+      await store.saveRun({ ...trial, id: randomUUID(), jobId, finishedAt, flows: trial.status === 'succeeded' ? [flow] : [] });
+    }
+    await store.transition(jobId, ['running'], 'succeeded', { finishedAt: new Date(start + (runs.length + 1) * 2000).toISOString() });
+    return jobId;
+  };
 }

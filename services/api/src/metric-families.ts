@@ -5,7 +5,7 @@
  */
 import type { Agent } from '@niclab/shared/domain/contract';
 import { PLACES, VERDICTS } from '@niclab/shared/domain/attribution';
-import type { ChangePoint } from '@niclab/shared/stores/changes';
+import type { ChangePoint, ChangeStore } from '@niclab/shared/stores/changes';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
 
 /** A gauge's p50/p90/p99 as quantile-labelled samples (none when absent). */
@@ -36,7 +36,7 @@ export interface Snapshot {
   leasesHeld: number;
   histograms: Record<HistogramName, { buckets: [string, number][]; sum: number; count: number }>;
   /** Every stored change point. */
-  changes: ChangePoint[];
+  changes: Awaited<ReturnType<ChangeStore['forMetrics']>>;
 }
 
 export type FamilyType = 'gauge' | 'counter' | 'histogram';
@@ -94,10 +94,10 @@ const HISTOGRAM_HELP: Record<HistogramName, string> = {
   job_queue_wait_seconds: 'Jobs from submission to start (seconds).',
 };
 
-/** Change points by schedule, figure and verdict (bounded: schedules × 5 figures × 2), those kept by `pick`; `value` of each group. */
-function changeSamples(s: Snapshot, pick: (c: ChangePoint) => boolean, value: (group: ChangePoint[]) => number): Sample[] {
+/** The open change points by schedule, figure and verdict (bounded: schedules × 5 figures × 2); `value` of each group. */
+function openChangeSamples(s: Snapshot, value: (group: ChangePoint[]) => number): Sample[] {
   const groups = new Map<string, ChangePoint[]>();
-  for (const c of s.changes.filter(pick)) {
+  for (const c of s.changes.open) {
     const key = JSON.stringify([c.series.schedule, c.series.figure, c.verdict]);
     groups.set(key, [...(groups.get(key) ?? []), c]);
   }
@@ -143,9 +143,9 @@ export const FLEET_FAMILIES: Family[] = [
   interfaceGauge('niclab_interface_speed_bits_per_second', 'Link speed the driver reports (absent where it reports none, e.g. lo).', (i) => i.speedBitsPerSecond),
   interfaceGauge('niclab_interface_mtu_bytes', 'Interface MTU.', (i) => i.mtu),
   // Change points in the schedules' series (GET /v1/changes).
-  { name: 'niclab_change_points_total', help: "Change points found in the schedules' series, acknowledged or not, by schedule, figure and verdict (better or worse).", type: 'counter', samples: (s) => changeSamples(s, () => true, (g) => g.length) },
-  { name: 'niclab_change_points_open', help: 'Change points not acknowledged, by schedule, figure and verdict: the alert NiclabRegression fires on verdict="worse".', type: 'gauge', samples: (s) => changeSamples(s, (c) => c.acknowledged === null, (g) => g.length) },
-  { name: 'niclab_change_point_last_timestamp_seconds', help: 'When the newest open change point was found (Unix time), by the same labels: a Grafana annotation query.', type: 'gauge', samples: (s) => changeSamples(s, (c) => c.acknowledged === null, (g) => Math.max(...g.map((c) => Date.parse(c.detectedAt) / 1000))) },
+  { name: 'niclab_change_points_total', help: "Change points found in the schedules' series, acknowledged or not, by schedule, figure and verdict (better or worse).", type: 'counter', samples: (s) => s.changes.found.map(({ labels, count }) => ({ labels: { ...labels }, value: count })) },
+  { name: 'niclab_change_points_open', help: 'Change points not acknowledged, by schedule, figure and verdict: the alert NiclabRegression fires on verdict="worse".', type: 'gauge', samples: (s) => openChangeSamples(s, (g) => g.length) },
+  { name: 'niclab_change_point_last_timestamp_seconds', help: 'When the newest open change point was found (Unix time), by the same labels: a Grafana annotation query.', type: 'gauge', samples: (s) => openChangeSamples(s, (g) => Math.max(...g.map((c) => Date.parse(c.detectedAt) / 1000))) },
   { name: 'niclab_leases_held', help: 'Interfaces a run holds a lease on now.', type: 'gauge', samples: (s) => [{ labels: {}, value: s.leasesHeld }] },
 ];
 

@@ -59,7 +59,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
       metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), metricStore.counts('firings'), jobsQueue.getJobCounts(...QUEUE_STATES),
       store.countByStatus(JOB_STATUSES),
       Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
-      changes.all(),
+      changes.forMetrics(),
     ]);
     const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
     return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList };

@@ -50,7 +50,7 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = createJobsQueue(redis, keys);
-  const { store, metricStore, results, changes } = jobStore(redis, keys);
+  const { store, metricStore, results, changes } = jobStore(redis, keys, config.changes);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log }, policy);
   const events = new EventHub(redis, keys);

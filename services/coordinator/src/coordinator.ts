@@ -8,6 +8,7 @@ import type { Config } from '@niclab/shared/runtime/config';
 import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import { jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
+import type { ChangeStore } from '@niclab/shared/stores/changes';
 import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
@@ -58,6 +59,7 @@ export class Coordinator {
   private readonly subscriber: Redis;
   private readonly store: JobStore;
   private readonly results: Results;
+  private readonly changes: ChangeStore;
   private readonly registry: AgentRegistry;
   private readonly leases: Leases;
   private readonly cancels: CancelBus;
@@ -74,7 +76,7 @@ export class Coordinator {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator' });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
-    ({ store: this.store, results: this.results } = jobStore(this.redis, this.keys));
+    ({ store: this.store, results: this.results, changes: this.changes } = jobStore(this.redis, this.keys, config.changes));
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
     this.cancels = new CancelBus(this.redis, this.keys);
@@ -111,10 +113,11 @@ export class Coordinator {
 
   /**
    * Deletes finished jobs past NICLAB_RETENTION_DAYS or beyond NICLAB_RETENTION_JOBS (runs and
-   * raw output with them) and run summaries past NICLAB_RESULTS_RETENTION_DAYS. Any number of
+   * raw output with them), and run summaries and change points past
+   * NICLAB_RESULTS_RETENTION_DAYS (a change point by when it was found). Any number of
    * coordinators may sweep at once: deleting twice is harmless.
    */
-  async sweepRetention(now = Date.now()): Promise<{ jobs: number; summaries: number }> {
+  async sweepRetention(now = Date.now()): Promise<{ jobs: number; summaries: number; changes: number }> {
     let jobs = 0;
     for (;;) {
       const ids = await this.store.expired(now - this.config.retentionDays * DAY_MS, this.config.retentionJobs);
@@ -123,8 +126,9 @@ export class Coordinator {
       if (ids.length < 500) break;
     }
     const summaries = await this.results.expire(now - this.config.resultsRetentionDays * DAY_MS);
-    if (jobs || summaries) this.log.info({ jobs, summaries }, 'retention: deleted');
-    return { jobs, summaries };
+    const changes = await this.changes.expire(now - this.config.resultsRetentionDays * DAY_MS);
+    if (jobs || summaries || changes) this.log.info({ jobs, summaries, changes }, 'retention: deleted');
+    return { jobs, summaries, changes };
   }
 
   async stop(): Promise<void> {

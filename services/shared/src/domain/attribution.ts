@@ -9,13 +9,15 @@ export const CPU_BUSY = 0.9;
  */
 export const CPU_WAIT = 0.5;
 /**
- * An engine that waited for a CPU at least a quarter of its run (CPU_WAIT / 2) and this many
- * times as long as it ran was starved, though its run counts the time it sat idle (a receiver
- * before its sender starts, after it ends). A receiver whose core a real-time loop took for
- * the whole send waited 37-49% of its run, 8-19 times its own CPU (2.6-6.7% of a core), six
- * lab runs; unstarved ones waited 2-4%, under its CPU.
+ * A UDP receiver whose socket buffer overflowed while its engine waited for a CPU at least a
+ * quarter of its run (CPU_WAIT / 2) and this many times as long as it ran was starved, though
+ * its run counts the time it sat idle (before its sender starts, after it ends). A receiver
+ * whose core a real-time loop took for the whole send waited 37-49% of its run, 6-17 times its
+ * own CPU (2.6-6.7% of a core), six lab runs; unstarved ones waited 2-4%, under their CPU. Only
+ * there: elsewhere a light engine (a TCP sender behind a shaper uses 1-4% of a core) that
+ * waited on a loaded host was not what limited the run.
  */
-export const CPU_STARVED = 4;
+export const CPU_STARVED = 6;
 /** A sender that reached less than this share of its offered packet rate fell short. */
 export const RATE_SHORTFALL = 0.95;
 /** Throughput at this share of the slower interface's link speed is the link's limit. */
@@ -205,13 +207,11 @@ function cpu(end: EndView): { engine: number | null; core: number | null; coreId
 /**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
- * waited is a CPU-bound engine sharing its core; or it was starved, waiting a quarter of the run
- * and CPU_STARVED times as long as it ran.
+ * waited is a CPU-bound engine sharing its core.
  */
-const busy = (c: ReturnType<typeof cpu>) => {
-  const [engine, wait] = [c.engine ?? 0, c.wait ?? 0];
-  return engine >= CPU_BUSY || wait >= CPU_WAIT || engine + wait >= CPU_BUSY || (wait >= CPU_WAIT / 2 && wait >= CPU_STARVED * engine);
-};
+const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY;
+/** A receiver's engine that waited a quarter of its run and CPU_STARVED times as long as it ran (both measured). */
+const starved = (c: ReturnType<typeof cpu>) => c.engine !== null && c.wait !== null && c.wait >= CPU_WAIT / 2 && c.wait >= CPU_STARVED * c.engine;
 /** A UDP sender that offered less than RATE_SHORTFALL of its rate over the run. */
 const senderShort = (udp: UdpFigures): udp is UdpFigures & { targetPacketsPerSecond: number; achievedPacketsPerSecond: number } =>
   !!udp.targetPacketsPerSecond && udp.achievedPacketsPerSecond !== undefined && udp.achievedPacketsPerSecond < RATE_SHORTFALL * udp.targetPacketsPerSecond;
@@ -231,7 +231,8 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
  *    sender that held packets back (unless the engine used CPU_BUSY of a core itself): sender CPU.
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
  *    shaper; sender NIC: link; network; receiver NIC; receiver backlog: receiver CPU; receiver
- *    socket buffer, or receiver CPU when the receiver's CPU was busy).
+ *    socket buffer, or receiver CPU when the receiver's CPU was busy or its engine starved:
+ *    CPU_STARVED).
  * 3. TCP: an end's busy CPU names that end's CPU; receive-queue drops, or the receiver's window
  *    holding the sender back WINDOW_LIMITED of its busy time (TCP_INFO), the receiver socket buffer.
  * 4. No loss: a shaper at the sender that held packets back (overlimits), or throughput at
@@ -290,7 +291,7 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
       default: {
         const rcvbuf = leg.receiver.diagnostics?.socketBuffers?.receiveBytes;
         const buffer = rcvbuf !== undefined ? `; SO_RCVBUF ${n(rcvbuf)} B` : '';
-        if (busy(rc)) return verdict('receiver CPU', `${of} (UdpRcvbufErrors) while ${cpuText(rc)}${buffer}`, evidence);
+        if (busy(rc) || starved(rc)) return verdict('receiver CPU', `${of} (UdpRcvbufErrors) while ${cpuText(rc)}${buffer}`, evidence);
         return verdict('receiver socket buffer', `${of} (UdpRcvbufErrors)${buffer}`, { ...evidence, ...(rcvbuf !== undefined ? { receiveBufferBytes: rcvbuf } : {}) });
       }
     }

@@ -363,7 +363,7 @@ function pointsTitle(points: SweepPoint[]): string {
 }
 
 type ChangeSeries = components['schemas']['ChangeSeries'];
-const [RUN_FINISHED, MEAN] = ['run finished', 'mean'];
+const [RUN_FINISHED, MEAN, SEARCH_AXIS] = ['run finished', 'mean', 'rate found (pps per flow)'];
 
 /** A change point's headline: `−9.8% [−11.2, −8.4] (worse)`, or the difference in the axis's unit when the mean before was 0. */
 function stepText(change: ChangeSeries['change'], scale: number, unit: string): string {
@@ -382,14 +382,16 @@ function stepText(change: ChangeSeries['change'], scale: number, unit: string): 
  * first after; the title gives the step with its interval, the subtitle what changed.
  */
 export function changeChart(change: ChangeSeries['change'], points: ChangeSeries['points']): ChartSpec {
-  const axis = columnAxis(change.series.figure);
+  const axis = change.series.figure === 'searchPacketsPerSecond' ? { title: SEARCH_AXIS, scale: 1 } : columnAxis(change.series.figure);
   const [c, s] = [change, change.series];
+  const goal = s.goal ? `, ${s.goal.algorithm} loss ${s.goal.lossRatio}${s.goal.exceedRatio === null ? '' : ` exceed ${s.goal.exceedRatio}`}` : '';
   const runs = points.map((p) => ({ finishedAt: p.finishedAt, value: p.value / axis.scale }));
   const first = points.findIndex((p) => p.runId === c.after.runId);
   // Each segment's mean over its own runs, where the series still holds them (its last 200).
-  const segments = first < 0 ? [] : [
-    { segment: 'before', from: points[Math.max(0, first - c.before.runs)]!.finishedAt, to: c.before.finishedAt, mean: c.before.mean / axis.scale, runs: c.before.runs },
-    { segment: 'after', from: c.after.finishedAt, to: points[Math.min(points.length, first + c.after.runs) - 1]!.finishedAt, mean: c.after.mean / axis.scale, runs: c.after.runs },
+  // (A step whose runs before it left the series is drawn from its first run after; one out of it altogether, without its means.)
+  const segments = [
+    ...(first > 0 ? [{ segment: 'before', from: points[Math.max(0, first - c.before.runs)]!.finishedAt, to: c.before.finishedAt, mean: c.before.mean / axis.scale, runs: c.before.runs }] : []),
+    ...(first >= 0 ? [{ segment: 'after', from: c.after.finishedAt, to: points[Math.min(points.length, first + c.after.runs) - 1]!.finishedAt, mean: c.after.mean / axis.scale, runs: c.after.runs }] : []),
   ];
   const at = new Date((Date.parse(c.before.finishedAt) + Date.parse(c.after.finishedAt)) / 2).toISOString();
   const changed = c.changed.map((x) => `${x.end} ${x.agent}:${x.interface} ${x.field} ${JSON.stringify(x.before)} → ${JSON.stringify(x.after)}`);
@@ -399,7 +401,7 @@ export function changeChart(change: ChangeSeries['change'], points: ChangeSeries
     ...SIZE,
     title: {
       text: `${axis.title.split(' (')[0]} ${stepText(c, axis.scale, axis.title.replace(/^.*\((.*)\)$/, '$1'))}: ${endpoint(s.src)} -> ${endpoint(s.dst)}`,
-      subtitle: [`schedule ${s.schedule}, flow ${s.flowIndex}${s.direction === 'reverse' ? ' (reverse)' : ''}${Object.keys(s.point).length ? `, ${pointLabel(s.point)}` : ''}; p = ${c.pValue.toPrecision(2)}`, changed.length ? `changed: ${changed.join('; ')}` : 'nothing recorded changed in either end'],
+      subtitle: [`schedule ${s.schedule}${goal}, flow ${s.flowIndex}${s.direction === 'reverse' ? ' (reverse)' : ''}${Object.keys(s.point).length ? `, ${pointLabel(s.point)}` : ''}; p = ${c.pValue.toPrecision(2)}`, changed.length ? `changed: ${changed.join('; ')}` : 'nothing recorded changed in either end'],
     },
     layer: [
       { name: 'runs', data: { values: runs }, mark: { type: 'point', filled: true, size: 30 }, encoding: { x, y: quantitative('value', axis.title, { scale: { zero: false } }), tooltip: [{ field: 'finishedAt', type: 'temporal' }, { field: 'value', title: axis.title }] } },

@@ -273,8 +273,9 @@ export interface paths {
          *     first), each with its value in the change point's `unit`. `svg` draws them: a point per
          *     run against its end, the two segments' means as lines over their runs, and the step as
          *     a vertical rule between `before.runId` and `after.runId`, with its size and what
-         *     changed in the title. A step older than the series' last 200 runs is drawn without
-         *     its runs before it.
+         *     changed in the title. Each mean is drawn over those of its runs the series still holds
+         *     (its last 200): a step whose runs before it have left it has no line before it, one
+         *     that has left it altogether only its rule.
          */
         get: operations["getChange"];
         put?: never;
@@ -1303,10 +1304,10 @@ export interface components {
             intervalMethod: components["schemas"]["IntervalMethod"];
         };
         /**
-         * @description A figure a series of a schedule's runs is kept of (the history's, without retransmits).
+         * @description A figure a series of a schedule's runs is kept of (the history's, without retransmits), or a search's rate found per loss goal (`searchPacketsPerSecond`, datagrams/s per flow; its series has a `goal`).
          * @enum {string}
          */
-        SeriesFigure: "bitsPerSecond" | "transactionsPerSecond" | "udpLossRatio" | "jitterSeconds" | "rttP50Seconds";
+        SeriesFigure: "bitsPerSecond" | "transactionsPerSecond" | "udpLossRatio" | "jitterSeconds" | "rttP50Seconds" | "searchPacketsPerSecond";
         ChangePoint: {
             id: string;
             series: {
@@ -1318,6 +1319,13 @@ export interface components {
                 dst: components["schemas"]["Endpoint"];
                 point: components["schemas"]["SweepPoint"];
                 figure: components["schemas"]["SeriesFigure"];
+                /** @description A search's series: the loss goal its rate was found for (the binary search's rate found, an MLRsearch goal's relevant lower bound), one point per firing. A search's trials make no series of their own. */
+                goal?: {
+                    /** @enum {string} */
+                    algorithm: "binary" | "mlrsearch";
+                    lossRatio: number;
+                    exceedRatio: number | null;
+                };
             };
             /** @description The figure's unit (as in JSON). */
             unit: string;

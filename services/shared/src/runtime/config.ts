@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { CHANGE_DEFAULTS, type ChangeOptions } from '../domain/changes/detect.js';
 import { AGENT_ID } from '../domain/names.js';
 
 /** Everything niclab reads from its environment, parsed once at start. Nothing else reads process.env. */
@@ -34,6 +35,8 @@ export interface Config {
   readonly retentionJobs: number;
   /** Run summaries (/v1/results) are kept this many days. */
   readonly resultsRetentionDays: number;
+  /** Change-point detection in the schedules' series (domain/changes/detect.ts). */
+  readonly changes: ChangeOptions;
   /** Where the scripting commands (`niclab run`, ...) find the API, and their token. */
   readonly apiUrl: string;
   readonly token: string | undefined;
@@ -62,6 +65,12 @@ function number(env: Env, name: string, fallback: number, min: number, max: numb
   if (!Number.isFinite(value) || value < min || value > max) {
     throw new ConfigError(name, `must be a number from ${min} to ${max}, got "${raw}"`);
   }
+  return value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = number(env, name, fallback, min, max);
+  if (!Number.isInteger(value)) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${env[name]}"`);
   return value;
 }
 
@@ -140,6 +149,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     retentionDays: number(env, 'NICLAB_RETENTION_DAYS', 30, 0.0001, 36500),
     retentionJobs: number(env, 'NICLAB_RETENTION_JOBS', 10000, 1, 10_000_000),
     resultsRetentionDays: number(env, 'NICLAB_RESULTS_RETENTION_DAYS', 365, 0.0001, 36500),
+    changes: {
+      windowLength: integer(env, 'NICLAB_CHANGE_WINDOW', CHANGE_DEFAULTS.windowLength, 8, 200),
+      maxPValue: number(env, 'NICLAB_CHANGE_MAX_P', CHANGE_DEFAULTS.maxPValue, 1e-12, 0.5),
+      minStep: number(env, 'NICLAB_CHANGE_MIN_STEP', CHANGE_DEFAULTS.minStep, 0, 10),
+      minSegment: integer(env, 'NICLAB_CHANGE_MIN_SEGMENT', CHANGE_DEFAULTS.minSegment, 1, 100),
+    },
     apiUrl: apiUrl(env),
     token: env.NICLAB_TOKEN || undefined,
     policyFile: env.NICLAB_POLICY_FILE ? resolve(env.NICLAB_POLICY_FILE) : undefined,

@@ -13,7 +13,8 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Job, Run } from '../domain/contract.js';
 import { CHANGE_DEFAULTS, HISTORY, steps, type ChangeOptions } from '../domain/changes/detect.js';
-import { canonical, environmentChanges, flowEnvironments, higherIsBetter, seriesOf, unitOf, type FlowEnvironment, type SeriesId } from '../domain/changes/series.js';
+import { campaignOf } from '../domain/campaigns/index.js';
+import { canonical, environmentChanges, flowEnvironments, higherIsBetter, searchSeriesOf, seriesOf, unitOf, type FlowEnvironment, type SeriesId } from '../domain/changes/series.js';
 import type { components } from '../generated/openapi.js';
 import type { JobObserver } from './job-observer.js';
 import type { Keys } from './keys.js';
@@ -22,6 +23,14 @@ import { summarizeRun } from './results.js';
 export type ChangePoint = components['schemas']['ChangePoint'];
 export type Acknowledgement = NonNullable<ChangePoint['acknowledged']>;
 export type SeriesRun = components['schemas']['ChangeSeries']['points'][number];
+
+/** A change point's labels in /metrics (bounded: schedules × 5 figures × 2 verdicts). */
+export interface ChangeLabels {
+  schedule: string;
+  figure: string;
+  verdict: string;
+}
+const labelsOf = (c: ChangePoint): ChangeLabels => ({ schedule: c.series.schedule, figure: c.series.figure, verdict: c.verdict });
 
 /** How far (in runs) a step may move as more runs come in and still be the one already stored. */
 const EDGE = 2;
@@ -52,10 +61,25 @@ export class ChangeStore implements JobObserver {
   constructor(private readonly redis: Redis, private readonly keys: Keys, private readonly options: ChangeOptions = CHANGE_DEFAULTS, private readonly now = () => Date.now()) {}
 
   async runEnded(job: Job, run: Run): Promise<void> {
-    const extended = seriesOf(summarizeRun(job, run));
+    // A search's trials are not repetitions of one measurement: its series are its rates found (jobEnded).
+    if (campaignOf(job.spec).searchRates) return;
+    await this.extendAll(seriesOf(summarizeRun(job, run)), run, Date.parse(run.finishedAt ?? new Date().toISOString()));
+  }
+
+  /** A schedule's search that succeeded: its rate per point and loss goal, a point of each series, with its last trial's environment. */
+  async jobEnded(job: Job, runs: () => Promise<Run[]>): Promise<void> {
+    const campaign = campaignOf(job.spec);
+    if (!campaign.searchRates || !job.spec.labels?.schedule || job.status !== 'succeeded') return;
+    const all = await runs();
+    const last = all.filter((r) => r.status === 'succeeded' && r.finishedAt).reduce<Run | undefined>((a, r) => (!a || Date.parse(r.finishedAt!) > Date.parse(a.finishedAt!) ? r : a), undefined);
+    if (!last) return;
+    await this.extendAll(searchSeriesOf(job, campaign.searchRates(job, all)), last, Date.parse(job.finishedAt ?? last.finishedAt!));
+  }
+
+  /** Adds each series' point, the run's environment (its first flow's, for a search) stored once by digest. */
+  private async extendAll(extended: { id: SeriesId; value: number }[], run: Run, at: number): Promise<void> {
     if (extended.length === 0) return;
     const environments = flowEnvironments(run);
-    const at = Date.parse(run.finishedAt ?? new Date().toISOString());
     const digests = new Map<number, string>();
     const multi = this.redis.multi();
     for (const [flowIndex, environment] of environments) {
@@ -95,7 +119,14 @@ export class ChangeStore implements JobObserver {
       const stored = await this.redis.hsetnx(this.keys.changesKnown(sid), points[step.index]!.r, change.id);
       if (stored === 0) continue;
       known.add(points[step.index]!.r);
-      await this.redis.multi().hset(this.keys.changesData, change.id, JSON.stringify(change)).zadd(this.keys.changesIndex, Date.parse(change.detectedAt), change.id).exec();
+      const found = Date.parse(change.detectedAt);
+      await this.redis
+        .multi()
+        .hset(this.keys.changesData, change.id, JSON.stringify(change))
+        .zadd(this.keys.changesIndex, found, change.id)
+        .zadd(this.keys.changesOpen, found, change.id)
+        .hincrby(this.keys.changesCounts, JSON.stringify(labelsOf(change)), 1)
+        .exec();
     }
   }
 
@@ -147,7 +178,7 @@ export class ChangeStore implements JobObserver {
     const change = await this.get(id);
     if (!change) return null;
     change.acknowledged = { as, note, by, at: new Date(this.now()).toISOString() };
-    await this.redis.hset(this.keys.changesData, id, JSON.stringify(change));
+    await this.redis.multi().hset(this.keys.changesData, id, JSON.stringify(change)).zrem(this.keys.changesOpen, id).exec();
     return change;
   }
 
@@ -175,9 +206,34 @@ export class ChangeStore implements JobObserver {
     return { items, next: null };
   }
 
-  /** Every change point, for /metrics: counts by schedule, figure and verdict, and the newest unacknowledged. */
-  async all(): Promise<ChangePoint[]> {
-    const texts = await this.redis.hvals(this.keys.changesData);
-    return texts.map((t) => JSON.parse(t) as ChangePoint);
+  /**
+   * Drops the change points found before `cutoff` (epoch ms) with their known-step entries
+   * (their runs are long out of the series' last HISTORY); returns how many.
+   */
+  async expire(cutoff: number): Promise<number> {
+    let dropped = 0;
+    for (;;) {
+      const ids = await this.redis.zrangebyscore(this.keys.changesIndex, '-inf', `(${cutoff}`, 'LIMIT', 0, 500);
+      if (ids.length === 0) return dropped;
+      const multi = this.redis.multi().hdel(this.keys.changesData, ...ids).zrem(this.keys.changesIndex, ...ids).zrem(this.keys.changesOpen, ...ids);
+      // An id is `<series digest>-<first run after the step>`, the known map's key.
+      for (const id of ids) multi.hdel(this.keys.changesKnown(id.slice(0, 16)), id.slice(17));
+      await multi.exec();
+      dropped += ids.length;
+    }
+  }
+
+  /**
+   * For /metrics: how many were ever found by schedule, figure and verdict (a counter, kept
+   * through retention), and the open ones. A scrape reads the open change points only, not
+   * every one kept.
+   */
+  async forMetrics(): Promise<{ found: { labels: ChangeLabels; count: number }[]; open: ChangePoint[] }> {
+    const [counts, openIds] = await Promise.all([this.redis.hgetall(this.keys.changesCounts), this.redis.zrange(this.keys.changesOpen, 0, -1)]);
+    const texts = openIds.length ? await this.redis.hmget(this.keys.changesData, ...openIds) : [];
+    return {
+      found: Object.entries(counts).map(([labels, count]) => ({ labels: JSON.parse(labels) as ChangeLabels, count: Number(count) })),
+      open: texts.flatMap((t) => (t ? [JSON.parse(t) as ChangePoint] : [])),
+    };
   }
 }

@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { CHANGE_DEFAULTS, type ChangeOptions } from '../domain/changes/detect.js';
 import { ChangeStore } from './changes.js';
 import { JobEventPublisher } from './events.js';
 import { JobStore } from './job-store.js';
@@ -32,9 +33,9 @@ export async function enqueueJob(queue: Queue<JobMessage>, jobId: string): Promi
 }
 
 /** The job store with its observers (the metrics, the history, the event stream), as every process that writes jobs needs it. */
-export function jobStore(redis: Redis, keys: Keys): { store: JobStore; metricStore: MetricStore; results: Results; changes: ChangeStore } {
+export function jobStore(redis: Redis, keys: Keys, changeOptions: ChangeOptions = CHANGE_DEFAULTS): { store: JobStore; metricStore: MetricStore; results: Results; changes: ChangeStore } {
   const metricStore = new MetricStore(redis, keys);
   const results = new Results(redis, keys);
-  const changes = new ChangeStore(redis, keys);
+  const changes = new ChangeStore(redis, keys, changeOptions);
   return { store: new JobStore(redis, keys, [metricStore, results, changes, new JobEventPublisher(redis, keys)]), metricStore, results, changes };
 }

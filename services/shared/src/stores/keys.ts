@@ -48,6 +48,9 @@ export class Keys {
   /** and the change points as JSON by id, indexed by when they were found (score: epoch ms). */
   get changesData(): string { return `${this.prefix}:changes:data`; }
   get changesIndex(): string { return `${this.prefix}:changes:index`; }
+  /** The open ones (not acknowledged) by when found, and how many were ever found by [schedule, figure, verdict], for /metrics. */
+  get changesOpen(): string { return `${this.prefix}:changes:open`; }
+  get changesCounts(): string { return `${this.prefix}:changes:counts`; }
   /** The names of every history index, so retention can trim them all. */
   get historyIndexes(): string { return `${this.prefix}:history:indexes`; }
   /** The last result of every measured link, by its labels. */

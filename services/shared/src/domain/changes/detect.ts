@@ -50,8 +50,9 @@ export interface Step {
  * the previous point): of the two points around such a segment, the one with the weaker test.
  * A change made during a run leaves one run between the two levels, and Otava places a point on
  * either side of it; neither would ever be reported (each has a side of one run), so the step
- * went unsaid. Merged, the run joins the side it is closer to. The last segment is left alone:
- * it is a step still waiting for its runs.
+ * went unsaid. Of the two, the point with the weaker test goes, and the run joins one side. A
+ * first segment that short (the series' first runs) joins the next. The last segment is left
+ * alone: it is a step still waiting for its runs.
  */
 function shortSegment<T extends { index: number; stats: TTestStats }>(tested: readonly T[], minSegment: number): T | null {
   for (let i = 0; i < tested.length; i++) {

@@ -1,11 +1,14 @@
 /**
  * The series change points are found in: one per schedule × flow (its link, source
  * agent:interface to destination agent:interface, each direction its own) × sweep point ×
- * headline figure, each point a succeeded run's value. And what a run's environment was at
- * each end, so that a change point can say what changed between the runs on either side of it.
+ * headline figure, each point a succeeded run's value; and a search's, one per schedule × point
+ * × loss goal, each point a firing's rate found. And what a run's environment was at each end,
+ * so that a change point can say what changed between the runs on either side of it.
  */
 import type { Endpoint, Job, Run, SweepPoint } from '../contract.js';
 import type { components } from '../../generated/openapi.js';
+import type { SearchRate } from '../campaigns/campaign.js';
+import { figure as catalogued } from '../figures/catalogue.js';
 import { HISTORY_COLUMNS, type HistoryColumnName } from '../figures/columns.js';
 
 type RunSummary = components['schemas']['RunSummary'];
@@ -13,7 +16,16 @@ type Environment = NonNullable<components['schemas']['EndDiagnostics']['environm
 
 /** The history figures a series is kept of: retransmits are counts too noisy to be a level. */
 export const SERIES_FIGURES = ['bitsPerSecond', 'transactionsPerSecond', 'udpLossRatio', 'jitterSeconds', 'rttP50Seconds'] as const satisfies readonly HistoryColumnName[];
-export type SeriesFigure = (typeof SERIES_FIGURES)[number];
+/** A search's rate per loss goal: the binary search's rate found, an MLRsearch goal's relevant lower bound (datagrams/s per flow; the catalogue's searchFound). */
+export const SEARCH_FIGURE = 'searchPacketsPerSecond';
+export type SeriesFigure = (typeof SERIES_FIGURES)[number] | typeof SEARCH_FIGURE;
+
+/** The loss goal a search's series is of. */
+export interface SearchGoal {
+  algorithm: SearchRate['algorithm'];
+  lossRatio: number;
+  exceedRatio: number | null;
+}
 
 export interface SeriesId {
   schedule: string;
@@ -23,16 +35,35 @@ export interface SeriesId {
   dst: Endpoint;
   point: SweepPoint;
   figure: SeriesFigure;
+  /** A search's series only. */
+  goal?: SearchGoal;
 }
+
+const figureOf = (figure: SeriesFigure) => (figure === SEARCH_FIGURE ? catalogued('searchFound')! : HISTORY_COLUMNS.find((c) => c.name === figure)!.figure);
 
 /** Whether a higher value of the figure is better (from the catalogue). */
 export function higherIsBetter(figure: SeriesFigure): boolean {
-  return HISTORY_COLUMNS.find((c) => c.name === figure)!.figure.better === 'higher';
+  return figureOf(figure).better === 'higher';
 }
 
 /** The figure's unit, as JSON gives it. */
 export function unitOf(figure: SeriesFigure): string {
-  return HISTORY_COLUMNS.find((c) => c.name === figure)!.figure.unit;
+  return figureOf(figure).unit;
+}
+
+/**
+ * A search's firing as points of its series: per point and loss goal, the rate found (a binary
+ * search's, an MLRsearch goal's relevant lower bound), on its first flow's link (every flow is
+ * offered the same rate). A goal without a rate found (even min failed) adds no point.
+ */
+export function searchSeriesOf(job: Job, rates: readonly SearchRate[]): { id: SeriesId; value: number }[] {
+  const schedule = job.spec.labels?.schedule;
+  const [flow] = Array.isArray(job.spec.flows) ? job.spec.flows : [];
+  if (!schedule || !flow) return [];
+  return rates.flatMap((r) => (r.lower === null ? [] : [{
+    id: { schedule, flowIndex: 0, direction: 'forward' as const, src: flow.from, dst: flow.to, point: r.point, figure: SEARCH_FIGURE, goal: { algorithm: r.algorithm, lossRatio: r.lossRatio, exceedRatio: r.exceedRatio } },
+    value: r.lower,
+  }]));
 }
 
 /** A value with its keys sorted, all the way down: the same value has one text. */

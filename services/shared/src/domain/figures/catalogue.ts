@@ -736,7 +736,7 @@ export const FIGURES: readonly Figure[] = [
     meaning: "A change point's step: the mean of the series' runs after it minus the mean before it (difference, in the figure's unit), and the same over the mean before (relative), each with its 95% interval.",
     unit: 'ratio', display: PERCENT, better: null, domain: SIGNED,
     kinds: ALL_KINDS, engines: BOTH,
-    computed: "Apache Otava's e-divisive means with a t-test (a port) over the series' last 200 runs places the step; the means are over the two segments on either side of it (to the neighbouring change points); the interval is Welch's on those segments' runs; relative = difference / |mean before|.",
+    computed: "Apache Otava's e-divisive means with a t-test (a port) over the series' last 200 runs places the step, every point then retested between its neighbours and segments under 4 runs merged (settle); the means are over the two segments on either side of it (to the neighbouring change points); the interval is Welch's on those segments' runs; relative = difference / |mean before|.",
     reference: { kind: 'reference-code', against: "Apache Otava's own compute_change_points (numpy and scipy, run by the test) on the same seeded series: the same change points at the same indices; and 1,000 seeded series with a known 2% step, whose true size falls in the interval", test: 'test/shared/changes.test.ts', case: 'a 2% step' },
     answers: {
       zero: 'A series whose mean before is 0 (a loss ratio of 0) has a difference but no relative step (null); a series with no step has no change point, and a step smaller than 2% (minStep) is not reported.',
@@ -752,8 +752,8 @@ export const FIGURES: readonly Figure[] = [
     meaning: "The significance of a change point: Student's two-sided t-test of the runs on its two sides, as Otava computes it.",
     unit: 'ratio', display: { scale: 1, unit: '', digits: 6 }, better: 'lower', domain: RATIO,
     kinds: ALL_KINDS, engines: BOTH,
-    computed: "Student's t with pooled variance from the two segments' population standard deviations (Otava's use of scipy's ttest_ind_from_stats), p = I_{df/(df+t²)}(df/2, 1/2); a change point is reported only under 0.001.",
-    reference: { kind: 'reference-code', against: "Apache Otava's own p-values (scipy) for the same change points, within 1e-9 relative", test: 'test/shared/changes.test.ts', case: "Otava's own code" },
+    computed: "Student's t with pooled variance from the two segments' population standard deviations (Otava's use of scipy's ttest_ind_from_stats), p = I_{df/(df+t²)}(df/2, 1/2), on the segments as reported (every point retested between its neighbours once Otava's merge is done); a change point is reported only under 0.001.",
+    reference: { kind: 'reference-code', against: "the port's points and p against Apache Otava's own code (scipy), within 1e-9 relative; then each reported step's p recomputed by the test from the runs either side of it as reported (after settle), and Student's p against scipy's ttest_ind_from_stats", test: 'test/shared/changes.test.ts', case: 'every step reported holds' },
     answers: {
       zero: 'Two segments without spread: p = 0 when their means differ, 1 when they are equal (scipy gives NaN).',
       directions: 'Of one series, so of one direction.',
@@ -788,6 +788,7 @@ export const FIGURES: readonly Figure[] = [
  * above are computed from; their reference is the kernel they were read from).
  */
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
+  { fields: changeFields(['series.goal.lossRatio', 'series.goal.exceedRatio']), why: "a search series' loss goal, as its spec set it" },
   { fields: changeFields(['series.flowIndex', 'before.runs', 'after.runs']), why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow'], why: 'an index: which flow, run, goal or attempt' },
