@@ -10,7 +10,7 @@ const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
 
 describe('deploy/compose.yaml', () => {
   const compose = parse(readFileSync(join(DEPLOY, 'compose.yaml'), 'utf8')) as { services: Record<string, any>; volumes: Record<string, unknown> };
-  const { redis, api, agent, prometheus, grafana } = compose.services;
+  const { redis, api, agent, prometheus, grafana, alertmanager } = compose.services;
 
   test('redis: AOF with fsync every second, never evicts, data on a volume, password required', () => {
     const args: string[] = redis.command;
@@ -44,9 +44,13 @@ describe('deploy/compose.yaml', () => {
     assert.match(agent.environment.REDIS_URL, /@127\.0\.0\.1:6379$/);
   });
 
-  test('prometheus and grafana get the files of deploy/prometheus and deploy/grafana', () => {
+  test('prometheus, alertmanager and grafana get the files of deploy/prometheus, deploy/alertmanager and deploy/grafana', () => {
     const mounts = (service: { volumes: string[] }) => service.volumes.filter((v) => v.startsWith('./')).map((v) => v.split(':') as [string, string, string?]);
-    for (const [from] of [...mounts(prometheus), ...mounts(grafana)]) assert.ok(existsSync(join(DEPLOY, from)), `${from} exists`);
+    for (const [from] of [...mounts(prometheus), ...mounts(grafana), ...mounts(alertmanager)]) assert.ok(existsSync(join(DEPLOY, from)), `${from} exists`);
+    // Prometheus sends its alerts to the alertmanager service, which reads deploy/alertmanager.
+    const alerting = parse(readFileSync(join(DEPLOY, 'prometheus/prometheus.yml'), 'utf8')).alerting.alertmanagers[0].static_configs[0].targets[0];
+    assert.equal(alerting, 'alertmanager:9093');
+    assert.ok(mounts(alertmanager).some(([from, to]) => from === './alertmanager/alertmanager.yml' && to === '/etc/alertmanager/alertmanager.yml'));
     const provider = parse(readFileSync(join(DEPLOY, 'grafana/provisioning/dashboards/niclab.yaml'), 'utf8')).providers[0].options.path;
     assert.ok(mounts(grafana).some(([from, to]) => from === './grafana/dashboards' && to === provider), 'dashboards mounted where the provider looks');
     const scrape = parse(readFileSync(join(DEPLOY, 'prometheus/prometheus.yml'), 'utf8')).scrape_configs[0].static_configs[0].targets[0];

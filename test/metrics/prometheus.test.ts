@@ -10,7 +10,7 @@ import { syntheticSchedule } from '../helpers/changes.js';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { jobStore } from '@niclab/shared/stores/job-queue';
 import { Keys } from '@niclab/shared/stores/keys';
-import { DEPLOY, RULES, startPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
+import { DEPLOY, RULES, startAlertmanager, startPrometheus, type TestAlertmanager, type TestPrometheus } from '../helpers/prometheus.js';
 
 const DASHBOARDS = join(DEPLOY, 'grafana/dashboards');
 
@@ -75,6 +75,7 @@ describe('deploy/prometheus: promtool', () => {
     await command('promtool', ['check', 'config', join(DEPLOY, 'prometheus/prometheus.yml')]);
     await command('promtool', ['check', 'rules', RULES]);
     const out = await command('promtool', ['test', 'rules', join(DEPLOY, 'prometheus/tests/niclab.test.yml')]);
+    await command('amtool', ['check-config', join(DEPLOY, 'alertmanager/alertmanager.yml')]);
     assert.match(out, /SUCCESS/);
   });
 
@@ -118,12 +119,14 @@ describe('deploy/grafana: dashboards Grafana can load', () => {
 describe('a real Prometheus scraping niclab after real jobs: every expression returns data', { skip: NOT_ROOT }, () => {
   let t: TestLab;
   let prometheus: TestPrometheus | undefined;
+  let alertmanager: TestAlertmanager | undefined;
   const query = (expr: string) => prometheus!.query(expr);
 
   before(async () => {
     t = await startTestLab(2, 'none');
     // The shipped configuration, pointed at this test's API and scraping every second.
-    prometheus = await startPrometheus(t.env.NICLAB_PORT!);
+    alertmanager = await startAlertmanager();
+    prometheus = await startPrometheus(t.env.NICLAB_PORT!, alertmanager.address);
     // Jobs run while Prometheus watches, so the annotation query sees runs end. One of each
     // kind of result on A -> B: TCP (both engines), UDP, request/response, both searches; one with a schedule.
     for (const spec of [
@@ -161,6 +164,7 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
 
   after(async () => {
     await prometheus?.stop();
+    await alertmanager?.stop();
     await t?.close();
   });
 
@@ -180,6 +184,18 @@ describe('a real Prometheus scraping niclab after real jobs: every expression re
     ctx.diagnostic(`${all.length} expressions queried, ${all.length - empty.length} returned data`);
     assert.deepEqual(empty, [], 'expressions that returned nothing');
     assert.ok(all.length >= 40, `found ${all.length} expressions`);
+  });
+
+  test("a regression reaches the lab's receiver through the shipped Alertmanager, and acknowledging it resolves it there", async () => {
+    const regression = () => alertmanager!.notifications.flatMap((n) => n.alerts).filter((a) => a.labels.alertname === 'NiclabRegression' && a.labels.schedule === 'synthetic-step');
+    await waitFor('NiclabRegression notified', () => regression().some((a) => a.status === 'firing'), 30_000);
+    const [firing] = regression();
+    assert.deepEqual([firing!.labels.figure, firing!.labels.verdict, firing!.labels.severity], ['bitsPerSecond', 'worse', 'warning']);
+    assert.match(firing!.annotations.description!, /niclab changes --schedule synthetic-step --figure bitsPerSecond/);
+    const { items } = (await t.client.call('listChanges', 'GET', '/v1/changes?schedule=synthetic-step')).body as { items: { id: string }[] };
+    assert.equal(items.length, 1);
+    assert.equal((await t.client.call('acknowledgeChange', 'POST', `/v1/changes/${items[0]!.id}/acknowledge`, { as: 'expected', note: 'synthetic' })).status, 200);
+    await waitFor('NiclabRegression resolved', () => regression().some((a) => a.status === 'resolved'), 60_000);
   });
 
   test('the link metrics carry the run\'s figures, not the time of the scrape', async () => {

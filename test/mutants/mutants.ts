@@ -103,6 +103,15 @@ export const MUTANTS: Mutant[] = [
     pattern: 'verdicts: each place',
   },
   {
+    id: 'change-ack-stays-open',
+    what: 'an acknowledged change point stays in the open set: its alert never clears',
+    file: 'services/shared/src/stores/changes.ts',
+    from: 'await this.redis.multi().hset(this.keys.changesData, id, JSON.stringify(change)).zrem(this.keys.changesOpen, id).exec();',
+    to: 'await this.redis.multi().hset(this.keys.changesData, id, JSON.stringify(change)).exec();',
+    tests: ['test/api/changes.test.ts', 'test/metrics/prometheus.test.ts'],
+    pattern: "a 10% step in a schedule's throughput|acknowledging it resolves it there",
+  },
+  {
     id: 'change-between-any-time',
     what: 'a comparison lists every change point on its links, also those before both jobs or after both',
     file: 'services/shared/src/domain/changes/series.ts',
