@@ -9,7 +9,7 @@ import { Keys } from '@niclab/shared/stores/keys';
 import { syntheticSchedule, syntheticSearchSchedule } from '../helpers/changes.js';
 import { seededRandom } from '../helpers/random.js';
 import { uniquePrefix } from '../helpers/redis.js';
-import { chartTitle, markItems, markPositions, parseSvg } from '../helpers/svg.js';
+import { asText, chartTitle, markItems, markPositions, parseSvg } from '../helpers/svg.js';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 
 /**
@@ -91,11 +91,7 @@ test('a 10% step in a schedule\'s throughput: one change point between the right
 
 /** A change point's figure as the API draws it (supertest keeps an image's body as bytes). */
 async function svgOf(id: string): Promise<string> {
-  const res = await request(stack.app).get(`/v1/changes/${id}?format=svg`).buffer(true).parse((r, done) => {
-    let text = '';
-    r.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    r.on('end', () => done(null, text));
-  });
+  const res = await asText(request(stack.app).get(`/v1/changes/${id}?format=svg`));
   assert.equal(res.status, 200, String(res.body));
   assert.match(res.headers['content-type'] ?? '', /^image\/svg\+xml/);
   return res.body as string;

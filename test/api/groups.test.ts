@@ -5,7 +5,7 @@ import request from 'supertest';
 import { AgentService } from '@niclab/agent/agent';
 import type { Job, Run } from '@niclab/shared/domain/contract';
 import { assertResponse } from '../helpers/contract.js';
-import { axisLabels, markItems, parseSvg } from '../helpers/svg.js';
+import { asText, axisLabels, markItems, parseSvg } from '../helpers/svg.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { silentLog, startStack, testConfig, type Stack, type TestConfig } from '../helpers/stack.js';
 
@@ -123,11 +123,7 @@ describe('groups', () => {
       assert.deepEqual([pair.from, pair.to], [flow.from, flow.to], `run ${run.index}'s flowIndex ${flow.flowIndex} is its pair`);
     }
     // The figure is the matrix: a cell per measured pair at the report's mean.
-    const svg = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`).buffer(true).parse((res, done) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => done(null, text));
-    });
+    const svg = await asText(request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`));
     assert.equal(svg.status, 200, String(svg.body));
     const cells = markItems(parseSvg(svg.body as string), 'cells', 'rect');
     assert.equal(cells.length, 12, JSON.stringify(cells));
@@ -178,11 +174,7 @@ describe('groups', () => {
       const table = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=table`);
       assert.match(table.text, new RegExp(`ghost:lo\\s+FAILED ${failure!.error.code}`));
       assert.match(table.text, /pairs measured: 1 of 2; 1 failed/);
-      const svg = await request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`).buffer(true).parse((res, done) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => done(null, text));
-      });
+      const svg = await asText(request(stack.app).get(`/v1/jobs/${job.id}/report?format=svg`));
       const drawn = parseSvg(svg.body as string);
       const failed = markItems(drawn, 'failures', 'rect');
       assert.equal(failed.length, 1, JSON.stringify(failed));

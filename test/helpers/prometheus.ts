@@ -31,27 +31,39 @@ export async function startPrometheus(apiPort: string, alertmanager?: string): P
   if (alertmanager) config.alerting.alertmanagers[0]!.static_configs = [{ targets: [alertmanager] }];
   else delete (config as { alerting?: unknown }).alerting;
   writeFileSync(join(dir, 'prometheus.yml'), stringify(config));
+  const { base, stop } = await startDaemon('Prometheus', dir, (port) => ['prometheus', `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`]);
+  const query = async (expr: string) => {
+    const res = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr })}`);
+    return (await res.json()) as { status: string; error?: string; data?: { result: unknown[] } };
+  };
+  return { query, stop };
+}
+
+/**
+ * Starts a Prometheus-family daemon on a free port and waits for its /-/ready; stop() ends it
+ * (and `more`, such as a receiver of its own) and removes its directory, and runs when it
+ * never became ready.
+ */
+async function startDaemon(name: string, dir: string, argv: (port: number) => string[], more: () => void = () => undefined): Promise<{ base: string; port: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+  const [file, ...args] = argv(port);
+  const child = spawn(file!, args, { stdio: 'ignore' });
   const stop = async () => {
     if (child.pid && child.exitCode === null) {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     }
+    more();
     rmSync(dir, { recursive: true, force: true });
   };
-  const query = async (expr: string) => {
-    const res = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr })}`);
-    return (await res.json()) as { status: string; error?: string; data?: { result: unknown[] } };
-  };
   try {
-    await waitFor('Prometheus ready', async () => (await fetch(`${base}/-/ready`).catch(() => null))?.ok ?? false, 30_000);
+    await waitFor(`${name} ready`, async () => (await fetch(`${base}/-/ready`).catch(() => null))?.ok ?? false, 30_000);
   } catch (error) {
     await stop();
     throw error;
   }
-  return { query, stop };
+  return { base, port, stop };
 }
 
 export interface TestAlertmanager {
@@ -86,21 +98,6 @@ export async function startAlertmanager(): Promise<TestAlertmanager> {
   config.route.group_interval = '1s';
   config.receivers[0]!.webhook_configs[0]!.url = `http://127.0.0.1:${hookPort}/niclab`;
   writeFileSync(join(dir, 'alertmanager.yml'), stringify(config));
-  const port = await freePort();
-  const child = spawn('prometheus-alertmanager', [`--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--cluster.listen-address='], { stdio: 'ignore' });
-  const stop = async () => {
-    if (child.pid && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-    receiver.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    await waitFor('Alertmanager ready', async () => (await fetch(`http://127.0.0.1:${port}/-/ready`).catch(() => null))?.ok ?? false, 30_000);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  const { port, stop } = await startDaemon('Alertmanager', dir, (p) => ['prometheus-alertmanager', `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${p}`, '--cluster.listen-address='], () => receiver.close());
   return { address: `127.0.0.1:${port}`, notifications, stop };
 }

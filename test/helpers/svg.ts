@@ -4,6 +4,7 @@
  * axis and chart titles. Enough to test a chart by what it shows, not by its pixels.
  */
 import assert from 'node:assert/strict';
+import type { Test } from 'supertest';
 
 export interface SvgElement {
   tag: string;
@@ -93,4 +94,13 @@ export function chartTitle(svg: SvgElement): { text: string; subtitle: string } 
 /** Every text of the chart's text marks (labels drawn from the data, such as verdicts). */
 export function texts(svg: SvgElement, name: string): string[] {
   return [...walk(svg)].filter((el) => el.tag === 'g' && classes(el).includes('mark-text') && classes(el).includes(`${name}_marks`)).flatMap((g) => g.children.map((c) => c.text.trim() || c.children.map((t) => t.text).join(' ')));
+}
+
+/** A supertest request's body as text: it keeps an image's body (image/svg+xml) as bytes otherwise. */
+export function asText(req: Test): Test {
+  return req.buffer(true).parse((res, done) => {
+    let text = '';
+    res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    res.on('end', () => done(null, text));
+  });
 }
