@@ -163,3 +163,75 @@ test("the report: the offered rates as its points, one section per sweep point, 
   assert.match(table, /^ *0 +0\.00% +50\.0% +0\.500% +\d+ +\d+ +[\d.]+ +[\d.]+ +[\d.]+ +regular$/m);
   assert.match(table, /warmup +[\d.]+ +not counted/);
 });
+
+/** A probe's round trip that grows with the load beside it: 100 µs plus 1 µs per 1,000 datagrams/s. */
+const rttAt = (offered: number) => 1e-4 + offered * 1e-9;
+
+test('latencyAt: once the search has ended, one run per fraction of the PDR\'s conditional throughput, with a probe beside each flow; the search itself unchanged', () => {
+  const plain = spec({}, { flows: [flow, flow] });
+  const job = spec({ latencyAt: [0.1, 0.5, 0.9] }, { flows: [flow, flow] });
+  const path: Path = (offered) => ({ lossRatio: gradual(offered), rttSeconds: rttAt(offered) });
+  const clean = drive(plain, path);
+  const { plans, runs } = drive(job, path);
+  // The trials are the search's without latencyAt, in the same order; the three latency runs follow.
+  assert.deepEqual(plans.slice(0, clean.plans.length), clean.plans);
+  const latencyPlans = plans.slice(clean.plans.length);
+  assert.deepEqual(latencyPlans.map((p) => p.latencyAt), [0.1, 0.5, 0.9]);
+  const result = mlrSearchResults(job, runs)[0]!;
+  assert.deepEqual(result.goals, mlrSearchResults(plain, clean.runs)[0]!.goals, 'latency runs classify no load');
+  assert.equal(result.trials.length, clean.plans.length);
+  // The PDR (the highest loss ratio) is goal 1; each rate is its fraction of that conditional throughput, for its final trial (4 s).
+  const ct = result.goals[1]!.conditionalThroughput!.packetsPerSecond;
+  assert.ok(ct > 40_000, `PDR conditional throughput ${ct}`);
+  for (const plan of latencyPlans) {
+    assert.equal((plan.point.rate as { packetsPerSecond: number }).packetsPerSecond, Math.round(plan.latencyAt! * ct));
+    assert.equal(plan.duration, 4);
+    const flows = runSpec(job, plan).flows;
+    assert.deepEqual(flows.map((f) => f.test?.kind ?? 'stream'), ['stream', 'stream', 'probe', 'probe']);
+    assert.deepEqual(flows[2]!.from, flow.from);
+    assert.deepEqual(flows[3]!.to, flow.to);
+  }
+  assert.deepEqual(runSpec(job, plans[0]!).flows, job.flows, 'a trial has no probe');
+  assert.deepEqual(result.latency.map((l) => [l.fraction, l.goal, l.status, l.runIndex]), latencyPlans.map((p) => [p.latencyAt, 1, 'succeeded', p.index]));
+  for (const l of result.latency) {
+    assert.equal(l.packetsPerSecond, Math.round(l.fraction * ct));
+    assert.deepEqual(l.flows.map((f) => f.flow), [0, 1]);
+    for (const f of l.flows) {
+      // The probe's own figures beside that flow, at its load; the load flow's own sending and loss.
+      assert.equal(f.rttSeconds!.p50, rttAt(l.packetsPerSecond!));
+      assert.equal(f.oneWayDelaySeconds!.forward.p50, rttAt(l.packetsPerSecond!) / 2);
+      assert.equal(f.achievedPacketsPerSecond, l.packetsPerSecond);
+      assert.equal(f.lossRatio, 0, 'below the NDR');
+      assert.deepEqual([f.probeLossRatio, f.clock], [0, 'shared']);
+    }
+  }
+  // Not the report's points (trial rates), and counted in the job's runs.
+  const report = buildReport({ id: 'j', status: 'succeeded', spec: job } as never, runs);
+  assert.ok(report.points.every((p) => p.flows.length === 2), 'no point has the probes\' flows');
+  assert.equal(strategyFor(job).expectedRuns(new Map(runs.map((r) => [r.index, r]))), runs.length);
+  assert.deepEqual(campaignOf(job).maxRuns(job), { runs: 604, by: 'points' });
+  const table = reportTable({ id: 'j', status: 'succeeded', spec: job } as never, runs, report);
+  assert.match(table, /latency at fractions of the PDR's conditional throughput/);
+  assert.match(table, new RegExp(`^ *50\\.0% +${Math.round(0.5 * ct)} +1 +0\\.000 +${(rttAt(Math.round(0.5 * ct)) * 1e3).toFixed(3)} `, 'm'));
+  // A resumed job asks the latency run that came next.
+  assert.deepEqual(strategyFor(job).next(new Map(runs.slice(0, -1).map((r) => [r.index, r]))), plans.at(-1));
+});
+
+test('latencyAt without a conditional throughput (min load already fails) makes no run and says why; with bidir it is refused', () => {
+  const job = spec({ latencyAt: [0.5] });
+  const { plans, runs } = drive(job, () => ({ lossRatio: 0.2 }));
+  assert.ok(plans.every((p) => p.latencyAt === undefined));
+  const [latency] = mlrSearchResults(job, runs)[0]!.latency;
+  assert.deepEqual([latency!.status, latency!.runIndex, latency!.packetsPerSecond, latency!.flows], ['not_made', null, null, []]);
+  assert.match(latency!.why!, /goal 1 has no conditional throughput/);
+  // A failed latency run is reported as failed, with why, and not made again.
+  const trials = drive(spec(), gradualPath).plans.length;
+  const failing = drive(spec({ latencyAt: [0.5] }), (offered, _duration, trial) => ({ lossRatio: gradual(offered), error: trial === trials + 1 }));
+  assert.equal(failing.plans.length, trials + 1);
+  const failed = mlrSearchResults(spec({ latencyAt: [0.5] }), failing.runs)[0]!.latency[0]!;
+  assert.deepEqual([failed.status, failed.flows.length], ['failed', 0]);
+  assert.match(failed.why!, /agent_lost/);
+  assert.deepEqual(mlrSearchErrors(spec({ latencyAt: [0.5] }, { direction: 'bidir' })).map((e) => e.field), ['body.search.latencyAt']);
+  assert.deepEqual(mlrSearchErrors(spec({ latencyAt: [0.5] }, { direction: 'reverse' })), []);
+});
+

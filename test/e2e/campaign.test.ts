@@ -173,20 +173,21 @@ test('a rate search through the API: defaults stored, trials are runs at their o
 test('an MLRsearch through the API: goals stored with their defaults, each trial a run of its own duration, the report per goal', async () => {
   // Loopback carries 500 datagrams/s: max is a lower bound of both goals, so neither has an
   // upper bound (irregular), and the search ends once max has its full-length trial-seconds.
-  // Final trials of 2 s after 1 s ones: each run must last what the search asked.
+  // Final trials of 2 s after 1 s ones: each run must last what the search asked. Then one
+  // latency run at half the PDR's (goal 1's) conditional throughput, a real probe beside the flow.
   const goal = { finalTrialDuration: 2, durationSum: 2, exceedRatio: 0.5 };
-  const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, goals: [{ lossRatio: 0.2, ...goal }, { lossRatio: 0.5, ...goal }] }, flows: [loop] };
+  const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, goals: [{ lossRatio: 0.2, ...goal }, { lossRatio: 0.5, ...goal }], latencyAt: [0.5] }, flows: [loop] };
   const job = await client.succeed(spec, 120_000);
   assert.deepEqual(job.spec.search, {
     algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, warmupDuration: 1, searchDurationMax: 600,
-    goals: [0.2, 0.5].map((lossRatio) => ({ lossRatio, exceedRatio: 0.5, finalTrialDuration: 2, durationSum: 2, width: 0.005, initialTrialDuration: 1 })),
+    goals: [0.2, 0.5].map((lossRatio) => ({ lossRatio, exceedRatio: 0.5, finalTrialDuration: 2, durationSum: 2, width: 0.005, initialTrialDuration: 1 })), latencyAt: [0.5],
   });
   const durations = job.runs.map((r: { duration: number }) => r.duration);
   assert.ok(durations.includes(1) && durations.includes(2), durations.join(','));
   for (const run of job.runs.filter((r: { status: string }) => r.status === 'succeeded')) {
     // The sender's own count and clock: the run lasted its trial's duration at its offered rate.
     const offered = run.point.rate.packetsPerSecond;
-    const flow = run.flows[0];
+    const flow = run.flows.find((f: { flowIndex: number }) => f.flowIndex === 0);
     assert.ok(Math.abs(flow.udp.sent / (offered * run.duration) - 1) <= 0.02, `run ${run.index}: ${flow.udp.sent} sent at ${offered}/s for ${run.duration} s`);
     assert.ok(Math.abs(flow.sender.realSeconds - run.duration) <= 0.3, `run ${run.index}: sent for ${flow.sender.realSeconds} s of ${run.duration}`);
   }
@@ -194,7 +195,20 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   assert.equal(report.searches, undefined);
   const [result] = report.mlrSearches;
   assert.deepEqual([result.state, result.stoppedBy], ['done', 'goals']);
-  assert.deepEqual(result.trials.map((t: { runIndex: number; packetsPerSecond: number; duration: number }) => [t.runIndex, t.packetsPerSecond, t.duration]), job.runs.map((r: { index: number; point: { rate: { packetsPerSecond: number } }; duration: number }) => [r.index, r.point.rate.packetsPerSecond, r.duration]));
+  const trials = job.runs.filter((r: { latencyAt?: number }) => r.latencyAt === undefined);
+  assert.deepEqual(result.trials.map((t: { runIndex: number; packetsPerSecond: number; duration: number }) => [t.runIndex, t.packetsPerSecond, t.duration]), trials.map((r: { index: number; point: { rate: { packetsPerSecond: number } }; duration: number }) => [r.index, r.point.rate.packetsPerSecond, r.duration]));
+  // The latency run: the last, at half goal 1's conditional throughput, for its 2 s final trial,
+  // the load flow and a probe flow on the same loopback path, whose round trips are the report's.
+  const latencyRun = job.runs.at(-1);
+  const [latency] = result.latency;
+  const ct = result.goals[1].conditionalThroughput.packetsPerSecond;
+  assert.deepEqual([job.runs.length, latencyRun.latencyAt, latencyRun.duration, latencyRun.point.rate.packetsPerSecond], [trials.length + 1, 0.5, 2, Math.round(ct / 2)]);
+  assert.deepEqual([latency.status, latency.goal, latency.runIndex, latency.packetsPerSecond], ['succeeded', 1, latencyRun.index, Math.round(ct / 2)]);
+  const probe = latencyRun.flows.find((f: { flowIndex: number }) => f.flowIndex === 1).probe;
+  assert.ok(probe.loaded.received >= 150, `the probe every 10 ms for 2 s: ${probe.loaded.received} came back`);
+  assert.deepEqual(latency.flows[0].rttSeconds, probe.loaded.rttSeconds);
+  assert.ok(latency.flows[0].rttSeconds.p50 > 0 && latency.flows[0].rttSeconds.p50 < 0.005, JSON.stringify(latency.flows[0]));
+  assert.ok(Math.abs(latency.flows[0].achievedPacketsPerSecond / latency.packetsPerSecond - 1) <= 0.02, JSON.stringify(latency.flows[0]));
   for (const g of result.goals) {
     assert.deepEqual([g.irregular, g.relevantLowerBound.packetsPerSecond, g.relevantUpperBound], ['no_upper_bound', 500, null], JSON.stringify(g));
     assert.deepEqual(g.relevantLowerBound, { packetsPerSecond: 500, bitsPerSecond: 500 * 200 * 8, wireBitsPerSecond: 500 * 266 * 8, totalPacketsPerSecond: 500 });
@@ -229,6 +243,11 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, confirmations: 1 }), /body\.search\.confirmations: applies to algorithm "binary" only/);
   assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, target: 'ndr' }), /body\.search\.target: applies to algorithm "binary" only/);
   assert.match(await refused({ ...bounds, goals: [{ lossRatio: 0 }] }), /body\.search\.goals: applies to algorithm "mlrsearch" only/);
+  assert.match(await refused({ ...bounds, target: 'ndr', latencyAt: [0.5] }), /body\.search\.latencyAt: applies to algorithm "mlrsearch" only/);
+  assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, latencyAt: [0] }), /body\.search\.latencyAt\[0\]/);
+  const bidir = await client.call('createJob', 'POST', '/v1/jobs', { ...spec, direction: 'bidir' });
+  assert.equal(bidir.status, 422);
+  assert.match(JSON.stringify(bidir.body.errors), /body\.search\.latencyAt.*latency probe has no bidir/);
   assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] }), /body\.search\.goals\[0\]\.finalTrialDuration: must be at least initialTrialDuration/);
   assert.match(await refused({ algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 500 } }), /body\.search\.max: must be above min/);
   assert.match(await refused({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0 }] }), /body\.search[.:].*max/);

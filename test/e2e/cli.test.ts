@@ -49,14 +49,17 @@ test('niclab run --json --wait prints the finished job; without --wait, the job 
 });
 
 test('niclab search --goal ndr --goal pdr=1%: an MLRsearch of those goals; a binary search\'s flags refused beside them', async () => {
-  const queued = await niclabCli('search', ...loop, '--size', '200', '--min', '100pps', '--max', '500pps', '-t', '1', '--goal', 'ndr', '--goal', 'pdr=1%');
+  const queued = await niclabCli('search', ...loop, '--size', '200', '--min', '100pps', '--max', '500pps', '-t', '1', '--goal', 'ndr', '--goal', 'pdr=1%', '--latency-at', '10%,0.5,90%');
   assert.equal(queued.code, 0, queued.stderr);
   const id = queued.stdout.trim();
   const { search } = JSON.parse((await niclabCli('job', id, '--json')).stdout).spec;
   await niclabCli('cancel', id);
   assert.equal(search.algorithm, 'mlrsearch');
   assert.deepEqual(search.goals.map((g: { lossRatio: number; finalTrialDuration: number }) => [g.lossRatio, g.finalTrialDuration]), [[0, 1], [0.01, 1]]);
-  assert.deepEqual([search.min, search.max], [{ packetsPerSecond: 100 }, { packetsPerSecond: 500 }]);
+  assert.deepEqual([search.min, search.max, search.latencyAt], [{ packetsPerSecond: 100 }, { packetsPerSecond: 500 }, [0.1, 0.5, 0.9]]);
+  const badFraction = await niclabCli('search', ...loop, '--max', '500pps', '--latency-at', 'half');
+  assert.equal(badFraction.code, 2);
+  assert.match(badFraction.stderr, /--latency-at: "half" is not a fraction like 50% or 0\.5/);
   const mixed = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'ndr', '--pdr', '0.1%');
   assert.equal(mixed.code, 2);
   assert.match(mixed.stderr, /--pdr, --resolution and --confirm are a binary search's: an MLRsearch takes --goal ndr\|pdr\[=LOSS\]/);

@@ -74,7 +74,7 @@ export class RunExecution {
   ) {
     this.targets = targets;
     this.run = {
-      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration !== undefined ? { duration: plan.duration } : {}),
+      id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration !== undefined ? { duration: plan.duration } : {}), ...(plan.latencyAt !== undefined ? { latencyAt: plan.latencyAt } : {}),
       status: 'running', startedAt: new Date().toISOString(), finishedAt: null, flows: [], error: null,
       ...(earlier.length > 0 ? { attempt: earlier.length + 1, earlierAttempts: [...earlier] } : {}),
     };

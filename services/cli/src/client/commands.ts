@@ -48,6 +48,7 @@ const RUN_OPTIONS = {
   confirm: { type: 'string' },
   goal: { type: 'string', multiple: true },
   mlrsearch: { type: 'boolean' },
+  'latency-at': { type: 'string' },
   'both-directions': { type: 'boolean' },
   'with-rr': { type: 'boolean' },
   probe: { type: 'boolean' },
@@ -110,10 +111,12 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
              [--resolution 1] [--confirm 1] [-t 2] [--sweep size=64,512,1500] [--both-directions] [--wait]
       The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
       defaults to the sender's link speed. With --wait: one line per trial, then the table.
-  niclab search --from A:eth1 --to B:eth1 --goal ndr --goal pdr=0.5% [-t 10] [--min R] [--max R] [--wait]
+  niclab search --from A:eth1 --to B:eth1 --goal ndr --goal pdr=0.5% [-t 10] [--min R] [--max R]
+             [--latency-at 10%,50%,90%] [--wait]
       Several loss goals in one MLRsearch (draft-ietf-bmwg-mlrsearch, RFC 9971): per goal the
       relevant bounds and the conditional throughput; -t is the final trial duration. --mlrsearch
-      alone searches NDR and PDR 0.5%.
+      alone searches NDR and PDR 0.5%. --latency-at: then a run at each fraction of the PDR's
+      conditional throughput with a latency probe beside each flow (round trips in the table).
   niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
   niclab agents                              niclab report ID [--csv | --svg FILE]
   niclab compare BASELINE CANDIDATE [--min-change 1] [--metric rttP99Seconds] [--svg FILE]

@@ -145,6 +145,8 @@ export interface RunOptions {
   /** `niclab search --goal ndr --goal pdr=0.5%`: an MLRsearch of these goals instead of a binary search. */
   goal?: string[];
   mlrsearch?: boolean;
+  /** `--latency-at 10%,50%,90%`: an MLRsearch's latency runs at these fractions of its PDR. */
+  'latency-at'?: string;
   /** Both directions of each flow, one after the other (sweep.direction). */
   'both-directions'?: boolean;
   /** A mesh group instead of --from/--to: LABELS:INTERFACE. */
@@ -274,10 +276,13 @@ function goalOf(text: string): { lossRatio: number } {
   throw new ArgumentError(`--goal: "${text}" is not ndr, pdr or pdr=LOSS (like pdr=0.5%)`);
 }
 
+/** `--latency-at 10%,50%,90%` (or 0.1,0.5,0.9): fractions above 0, at most 1 (the API checks the range). */
+const fractions = (text: string) => text.split(',').map((part) => lossRatio(part, '--latency-at', 'a fraction like 50% or 0.5'));
+
 /** A loss ratio: `0.1%` or `0.001`. */
-function lossRatio(text: string, flag = '--pdr'): number {
+function lossRatio(text: string, flag = '--pdr', what = 'a loss like 0.1% or 0.001'): number {
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
-  if (!m) throw new ArgumentError(`${flag}: "${text}" is not a loss like 0.1% or 0.001`);
+  if (!m) throw new ArgumentError(`${flag}: "${text}" is not ${what}`);
   return m[2] ? Number(m[1]) / 100 : Number(m[1]);
 }
 
@@ -290,9 +295,9 @@ export function searchSpecOf(o: RunOptions): Partial<JobRequest> & { flows: JobR
   // The search sets each trial's rate; the spec's own rate is the first one tried.
   spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: max ?? min ?? { packetsPerSecond: 1000 } };
   type Search = NonNullable<JobSpec['search']>;
-  if (o.goal || o.mlrsearch) {
+  if (o.goal || o.mlrsearch || o['latency-at']) {
     if (o.pdr || o.resolution || o.confirm) throw new ArgumentError('--pdr, --resolution and --confirm are a binary search\'s: an MLRsearch takes --goal ndr|pdr[=LOSS]');
-    const search: Search = { algorithm: 'mlrsearch', ...(o.goal ? { goals: o.goal.map(goalOf) } : {}) };
+    const search: Search = { algorithm: 'mlrsearch', ...(o.goal ? { goals: o.goal.map(goalOf) } : {}), ...(o['latency-at'] ? { latencyAt: fractions(o['latency-at']) } : {}) };
     if (min) search.min = min;
     if (max) search.max = max;
     spec.search = search; // the API fills in the defaults it leaves out

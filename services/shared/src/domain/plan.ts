@@ -12,12 +12,18 @@ export interface PlannedRun {
   pair?: number;
   /** Seconds of load when its campaign chose them (an MLRsearch trial's duration); else the job's `duration`. */
   duration?: number;
+  /** An MLRsearch's latency run after its search, at this fraction of the PDR's conditional throughput: the job's flows, then a probe beside each. */
+  latencyAt?: number;
 }
 
-/** The spec one run carries out: a group's run carries its pair alone, a trial its own duration. */
-export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration'>): JobSpec {
-  const flows = plan.pair === undefined ? spec.flows : [spec.flows[plan.pair]!];
-  if (plan.duration === undefined) return plan.pair === undefined ? spec : { ...spec, flows };
+/** The latency probe that goes beside a flow on its path (test `probe`, the builtin engine, its defaults). */
+const probeBeside = (flow: JobSpec['flows'][number]): JobSpec['flows'][number] => ({ from: flow.from, to: flow.to, test: { kind: 'probe', engine: 'builtin' } });
+
+/** The spec one run carries out: a group's run carries its pair alone, a trial its own duration, a latency run a probe beside each flow. */
+export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration' | 'latencyAt'>): JobSpec {
+  const chosen = plan.pair === undefined ? spec.flows : [spec.flows[plan.pair]!];
+  const flows = plan.latencyAt === undefined ? chosen : [...chosen, ...chosen.map(probeBeside)];
+  if (plan.duration === undefined) return plan.pair === undefined && plan.latencyAt === undefined ? spec : { ...spec, flows };
   return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 

@@ -52,7 +52,8 @@ export function buildReport(job: Job, runs: Run[]): Report {
   const confidence = reps.adaptive?.confidence ?? CONFIDENCE;
   const finished = runs.filter((r) => r.status === 'succeeded' || r.status === 'failed');
   const states = pointStates(spec, finished);
-  const grouped = byPoint(finished);
+  // An MLRsearch's latency runs (after its search) are in its own section, not at a trial's rate.
+  const grouped = byPoint(finished.filter((r) => r.latencyAt === undefined));
   const campaign = campaignOf(spec);
   const reported = campaign.reportedPoints(spec, finished);
   const points: ReportPoint[] = reported.map((point) => {

@@ -760,7 +760,7 @@ export interface components {
                 };
                 qdisc?: components["schemas"]["QdiscTuning"];
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /**
          * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
          *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
@@ -843,6 +843,17 @@ export interface components {
             warmupDuration?: number;
             /** @description `mlrsearch`: trial-seconds per sweep point (void and warm-up trials included) after which the search stops unfinished (default 600). */
             searchDurationMax?: number;
+            /**
+             * @description `mlrsearch`: latency at the loads that matter, as CSIT reports it. Once a point's
+             *     search has ended, one run per fraction at that fraction of the PDR's Conditional
+             *     Throughput (the goal of the highest loss ratio; the first of them on a tie), for
+             *     that goal's `finalTrialDuration`, with niclab's UDP latency probe (test `probe`,
+             *     the builtin engine, its defaults: 64 B every 10 ms) beside each flow on the same
+             *     path. These runs are not trials: they classify no load, and their round trips and
+             *     each-way delays are in the report's `latency`. Not with `direction: bidir` (the
+             *     probe has no bidir).
+             */
+            latencyAt?: number[];
         } & (unknown & unknown);
         /**
          * @description One Search Goal of an MLRsearch (the draft's Goal terms, §4.5). Its omitted attributes
@@ -1000,6 +1011,43 @@ export interface components {
                     fullLength: boolean;
                     highLoss: boolean;
                 }[];
+            }[];
+            /** @description One entry per `search.latencyAt` fraction (empty when none was asked): the latency probe under that load, after the search. */
+            latency: components["schemas"]["MlrLatency"][];
+        };
+        /**
+         * @description Latency at a fraction of the PDR's Conditional Throughput (RateSearch.latencyAt): one
+         *     run after the search at that load, each flow with a latency probe beside it on its path.
+         *     `status` is `pending` until the run ends; `not_made` when the search found no
+         *     conditional throughput to take a fraction of (or could not conclude), saying why.
+         */
+        MlrLatency: {
+            fraction: number;
+            /** @description The goal (index in `goals`) whose conditional throughput it is a fraction of. */
+            goal: number | null;
+            /** @description The offered rate per flow: the fraction of that conditional throughput, rounded to whole datagrams/s (1 at least). */
+            packetsPerSecond: number | null;
+            runIndex: number | null;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed" | "not_made";
+            /** @description Why there is no figure: the run failed, or it was not made. */
+            why: string | null;
+            /** @description Per flow of the job, its load and the probe beside it. */
+            flows: {
+                /** @description Index in the job's `flows`. */
+                flow: number;
+                /** @description The load flow's datagrams sent over the run's duration. */
+                achievedPacketsPerSecond: number | null;
+                /** @description The load flow's own loss ratio in this run. */
+                lossRatio: number | null;
+                /** @description The probe's round trips under the load (ProbePhase.rttSeconds); null when it has none. */
+                rttSeconds: null | components["schemas"]["RttSummary"];
+                /** @description Its each-way delays, where both ends share a clock. */
+                oneWayDelaySeconds: null | components["schemas"]["ProbeDelays"];
+                /** @description The probe's own datagrams lost, both ways. */
+                probeLossRatio: number | null;
+                /** @enum {string|null} */
+                clock: "shared" | "separate" | null;
             }[];
         };
         /** @description Why a trial is void: niclab, not the path, limited it. */
@@ -1574,6 +1622,8 @@ export interface components {
             repetition: number;
             /** @description Seconds of load this run was given by its campaign (an MLRsearch trial's Trial Duration); absent: the job's `duration`. */
             duration?: number;
+            /** @description Absent for a trial. A run an MLRsearch made after its search, at this fraction of the PDR goal's Conditional Throughput, with a latency probe flow beside each of the job's flows (its `flows` are the job's, then the probes in the same order): see RateSearch.latencyAt. */
+            latencyAt?: number;
             status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             startedAt: string | null;

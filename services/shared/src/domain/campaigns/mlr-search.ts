@@ -17,7 +17,7 @@ import { GOAL_DEFAULTS, NDR_PDR, goalErrors, withGoalDefaults, type SearchGoal }
 import { MlrSearch, configErrors, type MlrSearchConfig, type SearchOutcome } from '../mlrsearch/mlr-search.js';
 import type { TrialInput, TrialResult, VoidReason } from '../mlrsearch/trial.js';
 import { perFinishedRuns } from '../finished-runs.js';
-import { pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
+import { pointKey, pointLabel, sweepPoints, type PlannedRun } from '../plan.js';
 import { udpPacketsPerSecond } from '../udp-rate.js';
 import { alignTable } from '../text-table.js';
 import { NOTHING_MORE, type Campaign, type CampaignStrategy } from './campaign.js';
@@ -28,6 +28,7 @@ type GoalSpec = components['schemas']['SearchGoal'];
 export type MlrSearchResult = components['schemas']['MlrSearchResult'];
 type Rate = MlrSearchResult['goals'][number]['relevantLowerBound'];
 type VoidTrialReason = components['schemas']['VoidTrialReason'];
+type MlrLatency = components['schemas']['MlrLatency'];
 
 export const MLR_DEFAULTS = { warmupDuration: 1, searchDurationMax: 600, maxVoidRepeats: 2 } as const;
 
@@ -72,6 +73,9 @@ const FIELD_NAMES: Record<string, string> = { minLoad: 'min', maxLoad: 'max' };
 /** Its scope's errors (as the binary search's), each goal as CSIT checks it, and each point's loads. */
 export function mlrSearchErrors(spec: JobSpec): FieldError[] {
   const errors = searchScopeErrors(spec);
+  if (spec.search?.latencyAt && (spec.direction === 'bidir' || spec.sweep?.direction?.includes('bidir'))) {
+    errors.push({ field: 'body.search.latencyAt', message: 'cannot be measured with direction "bidir": the latency probe has no bidir (search each direction on its own)' });
+  }
   if (errors.length > 0) return errors;
   // The goals whatever the loads (the schema requires `max`; without it only they are checked).
   if (!spec.search?.max || !spec.udp) return (spec.search?.goals ?? NDR_PDR).flatMap((goal, i) => goalErrors(goalOf(spec, goal), `body.search.goals[${i}]`));
@@ -119,17 +123,87 @@ interface PointMlr {
   runs: Run[];
   outcome: SearchOutcome;
   next: TrialInput | null;
+  /** Its latency runs after the search (RateSearch.latencyAt), finished ones, by fraction (the latest of each). */
+  latencyRuns: Map<number, Run>;
 }
 
 /** Replays one point's search from its runs in order. */
-function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointMlr {
+function replay(spec: JobSpec, point: SweepPoint, runs: Run[], latencyRuns: Map<number, Run>): PointMlr {
   const search = new MlrSearch(configAt(spec, point));
   const trials = runs.map((run) => trialOf(spec, run));
-  return { point, packetSize: packetSizeAt(spec, point), runs, outcome: search.outcome(trials), next: search.next(trials) };
+  return { point, packetSize: packetSizeAt(spec, point), runs, outcome: search.outcome(trials), next: search.next(trials), latencyRuns };
 }
 
 export function mlrStates(spec: JobSpec, finished: Iterable<Run>): PointMlr[] {
-  return trialsByPoint(spec, finished).map(({ point, runs }) => replay(spec, point, runs));
+  const all = [...finished];
+  const latency = all.filter((run) => run.latencyAt !== undefined && (run.status === 'succeeded' || run.status === 'failed')).sort((a, b) => a.index - b.index);
+  return trialsByPoint(spec, all).map(({ point, runs }) => {
+    const key = pointKey(point);
+    return replay(spec, point, runs, new Map(latency.filter((run) => pointKey(basePoint(run.point)) === key).map((run) => [run.latencyAt!, run])));
+  });
+}
+
+/** The goal whose conditional throughput the latency runs take fractions of: the PDR, the highest loss ratio (the first of them on a tie). */
+export function latencyGoal(goals: readonly { lossRatio: number }[]): number {
+  return goals.reduce((best, goal, i) => (goal.lossRatio > goals[best]!.lossRatio ? i : best), 0);
+}
+
+/** A goal's conditional throughput per flow as the report gives it: at the offered (whole) lower bound, as the trials there offered it. */
+function conditionalPps(goal: SearchOutcome['goals'][number]): number | null {
+  return goal.relevantLowerBound === null || goal.conditionalLossRatio === null ? null : offeredRate(goal.relevantLowerBound) * (1 - goal.conditionalLossRatio);
+}
+
+/** A latency run at `fraction` of this point's PDR, or why it cannot be made: its rate (whole datagrams/s per flow) and its goal's final trial duration. */
+function latencyLoad(state: PointMlr, fraction: number): { goal: number; packetsPerSecond: number; duration: number } | { goal: number | null; why: string } {
+  if (state.outcome.state !== 'done') return { goal: null, why: state.outcome.state === 'searching' ? 'the search has not ended' : 'the search could not conclude' };
+  const goal = latencyGoal(state.outcome.goals.map((g) => g.goal));
+  const result = state.outcome.goals[goal]!;
+  const pps = conditionalPps(result);
+  if (pps === null) return { goal, why: `goal ${goal} has no conditional throughput (no lower bound)` };
+  return { goal, packetsPerSecond: offeredRate(fraction * pps), duration: Math.ceil(result.goal.finalTrialDuration / DURATION_QUANTUM) * DURATION_QUANTUM };
+}
+
+/** The first fraction of `latencyAt` this point has no finished run of, as a plan at `index`; null when none is left or none can be made. */
+function nextLatencyRun(spec: JobSpec, state: PointMlr, index: number): PlannedRun | null {
+  for (const fraction of spec.search!.latencyAt ?? []) {
+    if (state.latencyRuns.has(fraction)) continue;
+    const load = latencyLoad(state, fraction);
+    if (!('packetsPerSecond' in load)) return null;
+    return { index, point: { ...state.point, rate: { packetsPerSecond: load.packetsPerSecond } }, repetition: 1, duration: load.duration, latencyAt: fraction };
+  }
+  return null;
+}
+
+/** What the latency probe saw beside each flow in a latency run. */
+function latencyFlows(spec: JobSpec, run: Run): MlrLatency['flows'] {
+  const n = spec.flows.length;
+  const duration = run.duration ?? spec.duration;
+  return spec.flows.map((_, i) => {
+    const load = run.flows.find((f) => f.flowIndex === i);
+    const probe = run.flows.find((f) => f.flowIndex === n + i)?.probe ?? null;
+    return {
+      flow: i,
+      achievedPacketsPerSecond: load?.udp ? load.udp.sent / duration : null,
+      lossRatio: load?.udp ? load.udp.lossRatio : null,
+      rttSeconds: probe && probe.loaded.received > 0 ? probe.loaded.rttSeconds : null,
+      oneWayDelaySeconds: probe && probe.loaded.received > 0 ? (probe.loaded.oneWayDelaySeconds ?? null) : null,
+      probeLossRatio: probe ? probe.loaded.lossRatio.total : null,
+      clock: probe?.clock ?? null,
+    };
+  });
+}
+
+/** Per `latencyAt` fraction, its run's figures or why there are none. */
+function latencyResults(spec: JobSpec, state: PointMlr): MlrLatency[] {
+  return (spec.search!.latencyAt ?? []).map((fraction) => {
+    const load = latencyLoad(state, fraction);
+    const run = state.latencyRuns.get(fraction);
+    const packetsPerSecond = 'packetsPerSecond' in load ? load.packetsPerSecond : null;
+    const base = { fraction, goal: load.goal, packetsPerSecond: run ? (run.point.rate as { packetsPerSecond: number }).packetsPerSecond : packetsPerSecond };
+    if (!run) return { ...base, runIndex: null, status: 'why' in load ? 'not_made' : 'pending', why: 'why' in load ? load.why : null, flows: [] };
+    if (run.status !== 'succeeded') return { ...base, runIndex: run.index, status: 'failed', why: run.error ? `${run.error.code}: ${run.error.message}` : `the run ${run.status}`, flows: [] };
+    return { ...base, runIndex: run.index, status: 'succeeded', why: null, flows: latencyFlows(spec, run) };
+  });
 }
 
 /** A sweep point's label, or '' for a job without a sweep. */
@@ -157,36 +231,39 @@ export function mlrSearchResults(spec: JobSpec, finished: Iterable<Run>): MlrSea
   const flows = spec.flows.length;
   // A bound is a grid load: as offered, whole datagrams/s. A trial's load already is (its run's rate).
   const offered = (load: number | null) => (load === null ? null : offeredRate(load));
-  return mlrStates(spec, finished).map(({ point, packetSize, runs, outcome }) => ({
-    point, packetSize,
-    state: outcome.state,
-    stoppedBy: outcome.stoppedBy,
-    limit: outcome.limit && { packetsPerSecond: offeredRate(outcome.limit.load), duration: outcome.limit.duration, attempts: outcome.limit.attempts, void: outcome.limit.reasons.map(voidReasonOf) },
-    trialSeconds: outcome.trialSeconds,
-    goals: outcome.goals.map((goal) => ({
-      goal: shownGoal(goal.goal),
-      relevantLowerBound: rateOf(offered(goal.relevantLowerBound), packetSize, flows),
-      relevantUpperBound: rateOf(offered(goal.relevantUpperBound), packetSize, flows),
-      // At the offered (whole) lower bound, as the trials there offered it.
-      conditionalThroughput: rateOf(goal.relevantLowerBound === null || goal.conditionalLossRatio === null ? null : offeredRate(goal.relevantLowerBound) * (1 - goal.conditionalLossRatio), packetSize, flows),
-      conditionalLossRatio: goal.conditionalLossRatio,
-      relativeWidth: goal.relativeWidth,
-      regular: goal.regular,
-      irregular: goal.irregular,
-    })),
-    trials: outcome.trials.map((trial) => ({
-      runIndex: runs[trial.index]!.index,
-      packetsPerSecond: trial.load,
-      duration: trial.duration,
-      purpose: trial.purpose,
-      goal: trial.goal,
-      attempt: trial.attempt,
-      lossRatio: trial.lossRatio,
-      forwardingRate: trial.forwardingRate,
-      void: trial.void.map(voidReasonOf),
-      goals: trial.goals,
-    })),
-  }));
+  return mlrStates(spec, finished).map((state) => {
+    const { point, packetSize, runs, outcome } = state;
+    return {
+      point, packetSize,
+      state: outcome.state,
+      stoppedBy: outcome.stoppedBy,
+      limit: outcome.limit && { packetsPerSecond: offeredRate(outcome.limit.load), duration: outcome.limit.duration, attempts: outcome.limit.attempts, void: outcome.limit.reasons.map(voidReasonOf) },
+      trialSeconds: outcome.trialSeconds,
+      goals: outcome.goals.map((goal) => ({
+        goal: shownGoal(goal.goal),
+        relevantLowerBound: rateOf(offered(goal.relevantLowerBound), packetSize, flows),
+        relevantUpperBound: rateOf(offered(goal.relevantUpperBound), packetSize, flows),
+        conditionalThroughput: rateOf(conditionalPps(goal), packetSize, flows),
+        conditionalLossRatio: goal.conditionalLossRatio,
+        relativeWidth: goal.relativeWidth,
+        regular: goal.regular,
+        irregular: goal.irregular,
+      })),
+      trials: outcome.trials.map((trial) => ({
+        runIndex: runs[trial.index]!.index,
+        packetsPerSecond: trial.load,
+        duration: trial.duration,
+        purpose: trial.purpose,
+        goal: trial.goal,
+        attempt: trial.attempt,
+        lossRatio: trial.lossRatio,
+        forwardingRate: trial.forwardingRate,
+        void: trial.void.map(voidReasonOf),
+        goals: trial.goals,
+      })),
+      latency: latencyResults(spec, state),
+    };
+  });
 }
 
 /** Trials a search takes that has not ended: CSIT's NDR/PDR took 12–13 in the toy model; a guess for the progress total only. */
@@ -201,17 +278,22 @@ export class MlrSearchStrategy implements CampaignStrategy {
 
   private readonly states = perFinishedRuns((finished) => mlrStates(this.spec, finished.values()));
 
+  /** A point's trials to its search's end, then its latency runs (latencyAt), then the next point's. */
   next(finished: ReadonlyMap<number, Run>): PlannedRun | null {
-    const current = this.states(finished).find((state) => state.next !== null);
-    if (!current) return null;
     const index = finished.size === 0 ? 0 : Math.max(...finished.keys()) + 1;
-    const trial = current.next!;
-    return { index, point: { ...current.point, rate: { packetsPerSecond: offeredRate(trial.load) } }, repetition: current.runs.length + 1, duration: trial.duration };
+    for (const state of this.states(finished)) {
+      const trial = state.next;
+      if (trial) return { index, point: { ...state.point, rate: { packetsPerSecond: offeredRate(trial.load) } }, repetition: state.runs.length + 1, duration: trial.duration };
+      const latency = nextLatencyRun(this.spec, state, index);
+      if (latency) return latency;
+    }
+    return null;
   }
 
   expectedRuns(finished: ReadonlyMap<number, Run>): number {
     const goals = (this.spec.search!.goals ?? NDR_PDR).length;
-    return this.states(finished).reduce((sum, state) => sum + (state.next === null ? state.runs.length : Math.max(state.runs.length + 1, 1 + 3 + TRIALS_PER_GOAL_GUESS * goals)), 0);
+    const latency = (state: PointMlr) => (this.spec.search!.latencyAt ?? []).filter((f) => state.latencyRuns.has(f) || 'packetsPerSecond' in latencyLoad(state, f) || state.next !== null).length;
+    return this.states(finished).reduce((sum, state) => sum + (state.next === null ? state.runs.length : Math.max(state.runs.length + 1, 1 + 3 + TRIALS_PER_GOAL_GUESS * goals)) + latency(state), 0);
   }
 
   /** A search that could not conclude fails the job, saying where and why; one that ended with irregular goals succeeded (the report says which). */
@@ -230,7 +312,7 @@ export class MlrSearchStrategy implements CampaignStrategy {
 /** Runs a job may make at most: every trial lasts a second at least, and the trial-seconds stop at searchDurationMax (one more trial may start before). */
 function maxMlrRuns(spec: JobSpec): number {
   const seconds = spec.search!.searchDurationMax ?? MLR_DEFAULTS.searchDurationMax;
-  return sweepPoints(spec).length * (Math.ceil(seconds / DURATION_QUANTUM) + 1);
+  return sweepPoints(spec).length * (Math.ceil(seconds / DURATION_QUANTUM) + 1 + (spec.search!.latencyAt?.length ?? 0));
 }
 
 const mbit = (bits: number) => (bits / 1e6).toFixed(2);
@@ -256,8 +338,22 @@ function mlrSearchTable(spec: JobSpec, searches: MlrSearchResult[]): string[] {
       String(t.runIndex), String(t.packetsPerSecond), String(t.duration), t.purpose + (t.goal === null ? '' : ` (goal ${t.goal})`), (t.lossRatio * 100).toFixed(3),
       t.goals ? t.goals.flatMap((g, i) => (g.highLoss ? [String(i)] : [])).join(',') || '-' : 'not counted', t.void.map((v) => v.kind).join(', ') || '-',
     ])]));
+    if (r.latency.length > 0) out.push(...latencyTable(r.latency));
   }
   return out;
+}
+
+const ms = (seconds: number | null | undefined) => (seconds === null || seconds === undefined ? '-' : (seconds * 1e3).toFixed(3));
+
+/** The latency probe at each fraction of the PDR: a row per flow (one run per fraction). */
+function latencyTable(latency: MlrLatency[]): string[] {
+  const rows = latency.flatMap((l) => (l.flows.length === 0
+    ? [[`${(l.fraction * 100).toPrecision(3)}%`, l.packetsPerSecond === null ? '-' : String(l.packetsPerSecond), '-', '-', '-', '-', '-', '-', `${l.status}${l.why ? `: ${l.why}` : ''}`]]
+    : l.flows.map((f) => [
+      `${(l.fraction * 100).toPrecision(3)}%`, String(l.packetsPerSecond), String(f.flow), f.lossRatio === null ? '-' : (f.lossRatio * 100).toFixed(3),
+      ms(f.rttSeconds?.p50), ms(f.rttSeconds?.p90), ms(f.rttSeconds?.p99), ms(f.rttSeconds?.max), `run ${l.runIndex}${f.clock ? `, clock ${f.clock}` : ''}`,
+    ])));
+  return ['', 'latency at fractions of the PDR\'s conditional throughput (a probe beside each flow; round trips in ms)', alignTable([['at', 'offered pps', 'flow', 'loss %', 'RTT p50', 'p90', 'p99', 'max', ''], ...rows])];
 }
 
 /** The longest load any trial gets: a goal's final trial, or the warm-up, in whole seconds. */

@@ -194,7 +194,7 @@ function replay(spec: JobSpec, point: SweepPoint, runs: Run[]): PointSearch {
 /** Each sweep point with its trials, finished ones (failed runs included) in run order. */
 export function trialsByPoint(spec: JobSpec, finished: Iterable<Run>): { point: SweepPoint; runs: Run[] }[] {
   const byBase = new Map<string, Run[]>();
-  for (const run of [...finished].filter((r) => r.status === 'succeeded' || r.status === 'failed').sort((a, b) => a.index - b.index)) {
+  for (const run of [...finished].filter((r) => (r.status === 'succeeded' || r.status === 'failed') && r.latencyAt === undefined).sort((a, b) => a.index - b.index)) {
     const key = pointKey(basePoint(run.point));
     const list = byBase.get(key);
     if (list) list.push(run);
@@ -289,7 +289,8 @@ export function maxSearchRuns(spec: JobSpec): number {
 /** A search's trial points: each sweep point's offered rates, lowest first. */
 export function trialPoints(spec: JobSpec, finished: Run[]): SweepPoint[] {
   const order = new Map(sweepPoints(spec).map((point, i) => [pointKey(point), i]));
-  const distinct = new Map(finished.map((run) => [pointKey(run.point), run.point]));
+  // An MLRsearch's latency runs are no trials: their rate is no searched point.
+  const distinct = new Map(finished.filter((run) => run.latencyAt === undefined).map((run) => [pointKey(run.point), run.point]));
   const rate = (point: SweepPoint) => (point.rate && 'packetsPerSecond' in point.rate ? point.rate.packetsPerSecond : 0);
   return [...distinct.values()].sort((a, b) => (order.get(pointKey(basePoint(a))) ?? 0) - (order.get(pointKey(basePoint(b))) ?? 0) || rate(a) - rate(b));
 }
