@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ApiClient } from '../helpers/api-client.js';
+import { readFileSync } from 'node:fs';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
+import { childPids, waitFor } from '../helpers/processes.js';
 import { followJob } from '../helpers/sse.js';
 
 let niclab: TestNiclab;
@@ -251,6 +253,49 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   assert.match(await refused({ algorithm: 'mlrsearch', ...bounds, goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] }), /body\.search\.goals\[0\]\.finalTrialDuration: must be at least initialTrialDuration/);
   assert.match(await refused({ algorithm: 'mlrsearch', min: { packetsPerSecond: 500 }, max: { packetsPerSecond: 500 } }), /body\.search\.max: must be above min/);
   assert.match(await refused({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0 }] }), /body\.search[.:].*max/);
+});
+
+test("a sender stopped (SIGSTOP) through its trial's end is niclab's limit: that trial is void (sender short), asked again, and the answer unchanged", async () => {
+  // One goal on loopback (500 datagrams/s carried: max is its lower bound), no warm-up: the
+  // first trial is the initial one at max, 1 s. Both its engines are stopped from their start
+  // until past the trial's end, so its sender cannot make up what it owed.
+  const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, warmupDuration: 0, goals: [{ lossRatio: 0, finalTrialDuration: 1, durationSum: 1 }] }, flows: [loop] };
+  const submitted = await client.call('createJob', 'POST', '/v1/jobs', spec);
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const agent = niclab.agents[0]!.pid;
+  const engines = () => childPids(agent).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('udp-child');
+    } catch {
+      return false;
+    }
+  });
+  const stopped = await waitFor('the first trial\'s two engines', () => (engines().length === 2 ? engines() : undefined), 30_000, 5);
+  // Armed, they wait for the run's common start on one timer; sending, the sender wakes every
+  // 1 ms and the receiver with each batch: their context switches say the traffic has begun.
+  const switches = () => stopped.reduce((sum, pid) => {
+    try {
+      return sum + Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+    } catch {
+      return sum;
+    }
+  }, 0);
+  const armed = switches();
+  await waitFor('the first trial\'s traffic', () => switches() - armed >= 50, 30_000, 2);
+  for (const pid of stopped) process.kill(pid, 'SIGSTOP');
+  await new Promise((resolve) => setTimeout(resolve, 1800)); // the stall itself: past the 1 s trial's end
+  for (const pid of stopped) process.kill(pid, 'SIGCONT');
+  const { job } = await client.finish(submitted.body.id, 120_000);
+  assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+  const { body: report } = await client.call('getReport', 'GET', `/v1/jobs/${job.id}/report`);
+  const [result] = report.mlrSearches;
+  const [first, second] = result.trials;
+  assert.ok(first.void.some((v: { kind: string }) => v.kind === 'sender_short'), JSON.stringify(first));
+  assert.equal(first.goals, null, 'it counted for no goal');
+  assert.deepEqual([second.packetsPerSecond, second.duration, second.attempt, second.void], [first.packetsPerSecond, first.duration, 2, []], 'the same trial again, measured');
+  // The answer without a stall (the test above on the same loopback): max is the lower bound.
+  assert.deepEqual([result.state, result.goals[0].relevantLowerBound.packetsPerSecond, result.goals[0].irregular], ['done', 500, 'no_upper_bound']);
+  console.log(`stalled trial: ${first.void.map((v: { why: string }) => v.why).join('; ')}`);
 });
 
 test('a swept direction runs each flow one way, the other way, and both, in one job', async () => {
