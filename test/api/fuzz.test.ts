@@ -337,12 +337,15 @@ async function readEvents(response: Response, label: string): Promise<string> {
     const { value, done } = await reader.read();
     if (done) ended = true;
     else text += value;
-    if (!first && events().length > 0) first = JSON.parse(events()[0]!.split('\n')[1]!.slice('data: '.length));
+    if (!first && events().length > 0) first = JSON.parse(events()[0]!.split('\n').find((l) => l.startsWith('data: '))!.slice('data: '.length));
     if (first && !TERMINAL.includes(first.status ?? '')) break;
   }
   await reader.cancel().catch(() => undefined);
   const parsed = events().map((block) => {
-    const [event, data, ...rest] = block.split('\n');
+    const lines = block.split('\n');
+    // Its id, for a reconnect (Last-Event-ID): absent only before the job's first event.
+    if (lines[0]?.startsWith('id: ')) assert.match(lines.shift()!, /^id: \d+-\d+$/, `${label}: an event's id`);
+    const [event, data, ...rest] = lines;
     assert.match(event ?? '', /^event: \w+$/, `${label}: an event block starts with its name: ${JSON.stringify(block)}`);
     assert.match(data ?? '', /^data: /, `${label}: then its data: ${JSON.stringify(block)}`);
     assert.deepEqual(rest, [], `${label}: one data line per event`);

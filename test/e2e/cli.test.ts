@@ -184,3 +184,37 @@ test('niclab run -P 2 --with-probe: a probe flow beside the load, idle and loade
   assert.equal(probe.clock, 'shared');
   assert.ok(probe.loaded.oneWayDelaySeconds);
 });
+
+test('niclab results: the history of a label as a table, CSV (a row per flow), JSON lines and JSON; --limit; bad flags exit 2', async () => {
+  const label = `cli=results-${process.pid}`;
+  const ran = await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--repeat', '3', '--label', label, '--json', '--wait');
+  assert.equal(ran.code, 0, ran.stderr);
+  const job = JSON.parse(ran.stdout) as { id: string; runs: { id: string; flows: { bitsPerSecond: number }[] }[] };
+  const runIds = job.runs.map((r) => r.id);
+
+  const csv = await niclabCli('results', '--label', label, '--csv');
+  assert.equal(csv.code, 0, csv.stderr);
+  const [header, ...rows] = csv.stdout.trim().split('\n').map((l) => l.split(','));
+  assert.equal(rows.length, 3, csv.stdout);
+  const col = (name: string) => header!.indexOf(name);
+  assert.deepEqual(rows.map((r) => [r[col('runId')], Number(r[col('bitsPerSecond')])]), job.runs.map((r) => [r.id, r.flows[0]!.bitsPerSecond]), 'the runs the job recorded, with their figures');
+
+  const jsonl = await niclabCli('results', '--label', label, '--jsonl');
+  assert.deepEqual(jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l).runId), runIds);
+  const json = await niclabCli('results', '--label', label, '--json');
+  assert.deepEqual(JSON.parse(json.stdout).map((s: { runId: string }) => s.runId), runIds);
+  const limited = await niclabCli('results', '--label', label, '--jsonl', '--limit', '2');
+  assert.equal(limited.stdout.trim().split('\n').length, 2);
+
+  const table = await niclabCli('results', '--label', label, '--agent', 'cli');
+  assert.equal(table.code, 0, table.stderr);
+  const lines = table.stdout.trim().split('\n');
+  assert.match(lines[0]!, /^finished\s+job\s+run\s+status\s+point\s+schedule\s+link\s+throughput/);
+  assert.equal(lines.filter((l) => l.includes(job.id.slice(0, 8)) && /cli:lo->cli:lo\s+[\d.]+ Mbit\/s/.test(l)).length, 3, table.stdout);
+  assert.match((await niclabCli('results', '--agent', 'nobody')).stdout, /^no runs in that range$/m);
+
+  const badSince = await niclabCli('results', '--since', 'last tuesday');
+  assert.equal(badSince.code, 2);
+  assert.match(badSince.stderr, /--since: "last tuesday" is no date/);
+  assert.equal((await niclabCli('results', '--csv', '--jsonl')).code, 2);
+});

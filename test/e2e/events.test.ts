@@ -57,6 +57,23 @@ test('every event of a bidir campaign and of a canceled job matches its schema i
   assert.deepEqual(new Set(campaignEvents.filter((e) => e.event === 'interval').map((e) => e.data.leg)), new Set([0, 1]));
   assert.equal(campaignEvents.at(-1)!.data.status, 'succeeded');
 
+  // Every event has an id, increasing. Reconnecting with one (Last-Event-ID) resends exactly what
+  // the live stream had after it, from the job's backlog: once each, in order, ending with the
+  // final status. An id the backlog does not hold starts the stream afresh, at the status now.
+  const ids = campaignEvents.map((e) => e.id);
+  assert.ok(ids.every((id) => id && /^\d+-\d+$/.test(id)), JSON.stringify(ids));
+  const key = (id: string) => id.split('-').map(BigInt);
+  assert.ok(ids.slice(1).every((id, i) => { const [a, b] = [key(id!), key(ids[i]!)]; return a[0]! > b[0]! || (a[0] === b[0] && a[1]! > b[1]!); }), `ids increase: ${ids.join(' ')}`);
+  for (const k of [0, Math.floor(campaignEvents.length / 2), campaignEvents.length - 2]) {
+    const resumed = await (await followJob(client, campaign.body.id, undefined, undefined, campaignEvents[k]!.id)).events;
+    assert.deepEqual(resumed, campaignEvents.slice(k + 1), `resumed after event ${k} of ${campaignEvents.length}`);
+  }
+  const afresh = await (await followJob(client, campaign.body.id, undefined, undefined, '1-0')).events;
+  assert.deepEqual(afresh, [{ ...campaignEvents.at(-1)!, event: 'status' }]);
+  const badId = await fetch(`${client.base}/v1/jobs/${campaign.body.id}/events`, { headers: { 'last-event-id': 'yesterday' } });
+  assert.equal(badId.status, 422);
+  assert.match(JSON.stringify(await badId.json()), /last-event-id/i);
+
   // A canceled job: its final status carries an error, its run (if one ended) a failed summary.
   const long = await client.submit({ duration: 30, flows: [{ from: lo, to: lo }] });
   assert.equal(long.status, 202, JSON.stringify(long.body));

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { ApiClient } from '../helpers/api-client.js';
 import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
@@ -62,5 +63,45 @@ test('restarting the API (and its coordinator) mid-campaign loses nothing: the j
     }
   } finally {
     await second.stop();
+  }
+});
+
+test("`niclab run --wait` follows its job through an API restart: the run that ended while the API was down is reported too, each once", async () => {
+  // A coordinator of its own, so runs go on while the API is down; the CLI reconnects with
+  // Last-Event-ID and the API resends what it missed from the job's backlog in Redis.
+  const coordinator = spawnNiclab(['coordinator'], env);
+  const first = spawnNiclab(['api', '--no-coordinator'], env);
+  apis.push(coordinator, first);
+  const listener = new Redis(redis.url);
+  try {
+    await waitForApi(client.base);
+    await waitFor('agent r', async () => (await client.call('getAgent', 'GET', '/v1/agents/r')).body.online);
+    const RUNS = 6;
+    const cli = spawnNiclab(['run', '--from', 'r:lo', '--to', 'r:lo', '-t', '1', '--repeat', String(RUNS), '--wait'], { NICLAB_API: client.base });
+    apis.push(cli);
+    const jobId = (await waitFor('the job submitted', () => /^job ([0-9a-f-]{36}):/m.exec(cli.output())?.[1], 20_000, 50))!;
+    await waitFor('the CLI to report run 1', () => /^run 1\//m.test(cli.output()), 20_000, 50);
+
+    // The runs ended while no API was there, heard on the job's channel itself.
+    const endedWhileDown: number[] = [];
+    let down = false;
+    listener.on('pmessage', (_p: string, _c: string, text: string) => {
+      const event = JSON.parse(text.slice(text.indexOf(' ') + 1)) as { type: string; run?: { index: number } };
+      if (down && event.type === 'run') endedWhileDown.push(event.run!.index);
+    });
+    await listener.psubscribe(`${env.NICLAB_PREFIX}:events:${jobId}`);
+    assert.equal(await first.stop('SIGTERM'), 0, first.output());
+    down = true;
+    await waitFor('a run to end while the API is down', () => endedWhileDown.length > 0, 20_000, 20);
+    down = false;
+    const second = spawnNiclab(['api', '--no-coordinator'], env);
+    apis.push(second);
+    await waitForApi(client.base, 'the API again');
+
+    assert.equal(await cli.exited, 0, cli.output());
+    const reported = [...cli.output().matchAll(/^run (\d+)\/(\d+) (\w+)/gm)].map((m) => [Number(m[1]), Number(m[2]), m[3]]);
+    assert.deepEqual(reported, Array.from({ length: RUNS }, (_, i) => [i + 1, RUNS, 'succeeded']), `every run once, in order (ended while the API was down: ${endedWhileDown.map((i) => i + 1).join(', ')})\n${cli.output()}`);
+  } finally {
+    listener.disconnect();
   }
 });

@@ -31,6 +31,32 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'results-page-skips-millisecond',
+    what: "the history's next page starts after the cursor's millisecond: summaries that ended in it after the cursor are never returned",
+    file: 'services/shared/src/stores/results.ts',
+    from: '      from = score;',
+    to: '      from = `(${score}`;\n      skipThrough = undefined;',
+    tests: ['test/api/results.test.ts'],
+    pattern: 'paged by cursor',
+  },
+  {
+    id: 'sse-resume-without-id',
+    what: "the CLI's --wait reconnects without Last-Event-ID: a run that ended while the API was down is never reported",
+    file: 'services/cli/src/client/http.ts',
+    from: "lastEventId ? { 'last-event-id': lastEventId } : {}",
+    to: '{}',
+    tests: ['test/faults/api-restart.test.ts'],
+    pattern: 'API restart',
+  },
+  {
+    id: 'sse-resume-through-a-gap',
+    what: "a stream resumed from an id the job's backlog does not hold replays what is left as if nothing were lost, not the job's status now",
+    file: 'services/shared/src/stores/events.ts',
+    from: 'if (!held) return null;',
+    to: '// what the backlog no longer holds is not noticed',
+    tests: ['test/e2e/events.test.ts'],
+  },
+  {
     id: 'change-raised-again',
     what: 'a change point already stored is raised again when later runs move its step by a run (no runs either side of it are checked)',
     file: CHANGES,

@@ -40,11 +40,9 @@ export interface ValidatedRequest<Op extends OperationId> {
   principal: Principal;
 }
 
-/**
- * Server-sent events: sends events until the promise resolves (then the response ends) or
- * `closed` aborts (the client went away).
- */
-export type EventStream = (send: (event: string, data: unknown) => void, closed: AbortSignal) => Promise<void>;
+/** Server-sent events, as the event hub streams a job's (event-hub.ts). */
+export type { EventStream } from './event-hub.js';
+import type { EventStream } from './event-hub.js';
 
 /** Whatever any handler may answer: what the router writes out. */
 export interface Reply {

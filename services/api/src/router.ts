@@ -172,7 +172,7 @@ async function streamEvents(res: Response, run: NonNullable<Reply['events']>): P
   res.on('close', () => closed.abort());
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
   try {
-    await run((event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`), closed.signal);
+    await run((event, data, id) => res.write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`), closed.signal);
   } finally {
     clearInterval(keepAlive);
     res.end();

@@ -9,6 +9,7 @@ import type { TlsFiles } from '@niclab/api/tls';
 import { CLIENT_COMMANDS, clientCommand } from './client/commands.js';
 import { helpFor } from './help.js';
 import { USAGE } from './usage.js';
+import { completionScript, SERVICE_COMMANDS } from './completion.js';
 import { ConfigError, loadConfig, type Config } from '@niclab/shared/runtime/config';
 import { createLogger, type Logger } from '@niclab/shared/runtime/logger';
 import type { PrivateRedis } from '@niclab/shared/runtime/private-redis';
@@ -89,7 +90,12 @@ async function main(argv: string[]): Promise<void> {
   if (values.version) return void console.log(VERSION);
   // `niclab lab --help`: that command's lines of the usage; `niclab --help`, all of it.
   if (values.help || !command) return void console.log((command && helpFor(USAGE, command)) || USAGE);
-  if (!['start', 'api', 'agent', 'coordinator', 'lab', 'token'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command === 'completion') {
+    const script = completionScript(positionals[1]);
+    if (!script) throw new UsageError(`completion: give bash or zsh${positionals[1] ? `, not "${positionals[1]}"` : ''}`);
+    return void console.log(script);
+  }
+  if (!(SERVICE_COMMANDS as readonly string[]).includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (command === 'token') return printToken(positionals[1], values.scope ?? 'run', await import('@niclab/api/policy'));
 
   const overrides: { -readonly [K in keyof Config]?: Config[K] } = {};

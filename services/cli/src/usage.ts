@@ -19,6 +19,7 @@ Usage:
   niclab lab status|down [--name nl]
   niclab token NAME [--scope read|run|admin]
                                a new API token, and its policy-file entry (the API keeps only the hash)
+  niclab completion bash|zsh   a shell completion script: source <(niclab completion bash)
 
 ${CLIENT_USAGE}
 

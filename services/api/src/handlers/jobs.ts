@@ -4,6 +4,7 @@ import { compareJobs as compare } from '@niclab/shared/domain/compare';
 import { changesBetween } from '@niclab/shared/domain/changes/series';
 import { buildReport } from '@niclab/shared/domain/report';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
+import { historyCsv } from '@niclab/shared/stores/results';
 import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
@@ -100,37 +101,26 @@ export const listResults: Handler<'listResults'> = async ({ query }, { results }
   const from = query.from ? Date.parse(query.from) : to - 24 * 3600 * 1000;
   if (from > to) throw HttpProblem.invalid([{ field: 'query.from', message: 'must not be after to' }]);
   const found = await results.query({
-    from, to, limit: defaulted(query.limit, 'limit'),
+    from, to, limit: defaulted(query.limit, 'limit'), after: query.cursor,
     agent: query.agent, interface: query.interface, schedule: query.schedule, label: query.label,
   });
-  return { status: 200, body: found };
+  if (!found) throw new HttpProblem(404, 'not-found', `The cursor's run ${query.cursor} is not in the history read: its summary expired, or it is no run of these filters; start again from a \`from\`.`);
+  const headers: Record<string, string> = {};
+  if (found.next) {
+    const next = new URLSearchParams(Object.entries({ ...query, cursor: found.next }).map(([k, v]): [string, string] => [k, String(v)]));
+    Object.assign(headers, { Link: `</v1/results?${next}>; rel="next"`, 'X-Next-Cursor': found.next });
+  }
+  const format = defaulted(query.format, 'format');
+  if (format === 'csv') return { status: 200, raw: { contentType: 'text/csv; charset=utf-8', text: historyCsv(found.items) }, headers };
+  if (format === 'jsonl') return { status: 200, raw: { contentType: 'application/x-ndjson; charset=utf-8', text: found.items.map((s) => `${JSON.stringify(s)}\n`).join('') }, headers };
+  return { status: 200, body: found, headers };
 };
 
-export const getJobEvents: Handler<'getJobEvents'> = async ({ params: { id } }, { store, events }) => {
+export const getJobEvents: Handler<'getJobEvents'> = async ({ params: { id }, headers }, { store, events }) => {
   if (!(await store.get(id))) throw HttpProblem.notFound(`Job ${id}`);
-  return {
-    status: 200,
-    events: (send, closed) =>
-      new Promise<void>((resolve) => {
-        let stop: () => void = () => {};
-        const end = () => {
-          stop();
-          resolve();
-        };
-        closed.addEventListener('abort', end, { once: true });
-        // Subscribed before the job is read, so nothing falls between the two.
-        void events
-          .follow(id, (event) => {
-            send(event.type, event);
-            if (event.type === 'status' && TERMINAL_STATUSES.includes(event.status)) end();
-          })
-          .then(async (unfollow) => {
-            stop = unfollow;
-            const job = await store.get(id);
-            if (!job) return end();
-            send('status', { type: 'status', status: job.status, progress: job.progress, error: job.error });
-            if (TERMINAL_STATUSES.includes(job.status)) end();
-          });
-      }),
+  const current = async () => {
+    const job = await store.get(id);
+    return job && { type: 'status' as const, status: job.status, progress: job.progress, error: job.error };
   };
+  return { status: 200, events: events.stream(id, headers['last-event-id'], current) };
 };

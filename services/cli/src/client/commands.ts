@@ -5,6 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
+import type { RunSummary } from '@niclab/shared/stores/results';
 import { pointLabel } from '@niclab/shared/domain/plan';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
@@ -14,7 +15,7 @@ import { Api, ClientError } from './http.js';
 import { helpFor } from '../help.js';
 import { ArgumentError, searchSpecOf, specOf, type RunOptions } from './spec.js';
 
-export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules', 'changes'] as const;
+export const CLIENT_COMMANDS = ['run', 'search', 'jobs', 'job', 'cancel', 'agents', 'report', 'compare', 'schedules', 'changes', 'results'] as const;
 
 const RUN_OPTIONS = {
   from: { type: 'string', multiple: true },
@@ -78,9 +79,15 @@ const COMMON = {
   agent: { type: 'string' },
   figure: { type: 'string' },
   since: { type: 'string' },
+  until: { type: 'string' },
+  interface: { type: 'string' },
+  jsonl: { type: 'boolean' },
   as: { type: 'string' },
   note: { type: 'string' },
 } as const;
+
+/** Every flag of the scripting commands, as parseArgs takes them. */
+export const CLIENT_OPTIONS = { ...COMMON, ...RUN_OPTIONS };
 
 export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or NICLAB_API, default http://127.0.0.1:8080;
 --token TOKEN or NICLAB_TOKEN):
@@ -117,8 +124,11 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       relevant bounds and the conditional throughput; -t is the final trial duration. --mlrsearch
       alone searches NDR and PDR 0.5%. --latency-at: then a run at each fraction of the PDR's
       conditional throughput with a latency probe beside each flow (round trips in the table).
-  niclab jobs [--status S] [--limit N]       niclab job ID          niclab cancel ID
-  niclab agents                              niclab report ID [--csv | --svg FILE]
+  niclab jobs [--status S] [--limit N]
+  niclab job ID
+  niclab cancel ID
+  niclab agents
+  niclab report ID [--csv | --svg FILE]
   niclab compare BASELINE CANDIDATE [--min-change 1] [--metric rttP99Seconds] [--svg FILE]
       --svg FILE writes the job's figure (a sweep's curve, a search's loss against rate, a
       fan-in's bars, a single run's intervals; A/B bars with the verdict) as SVG to FILE.
@@ -129,6 +139,11 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       95% interval, better or worse, and what changed at either end between those runs.
   niclab changes ack ID --as expected|known-regression [--note "new kernel"]
       Acknowledges one: it is no longer open in /metrics, and its step is not raised again.
+  niclab results [--agent A [--interface eth1]] [--schedule S] [--label key=value]
+             [--since 2026-11-01] [--until 2026-11-30T12:00Z] [--limit N] [--csv | --jsonl | --json]
+      The history of run summaries, oldest first (default: the last 24 hours), every page of
+      it unless --limit: a table; --csv a row per flow (for a spreadsheet or pandas), --jsonl
+      one summary per line.
   --json prints the API's JSON instead of tables.`;
 
 type Out = (line: string) => void;
@@ -161,7 +176,7 @@ async function saveSvg(api: Api, path: string, file: string, out: Out): Promise<
 
 /** Runs one scripting command; returns the process exit code. */
 export async function clientCommand(command: string, argv: string[], ctx: ClientContext): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...COMMON, ...RUN_OPTIONS } });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: CLIENT_OPTIONS });
   const { out } = ctx;
   // `niclab run --help`: that command's lines of the usage, exit 0.
   if (values.help) return out(helpFor(CLIENT_USAGE, command) ?? CLIENT_USAGE), 0;
@@ -226,6 +241,8 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
         return await schedules(api, positionals, values as RunOptions & typeof values, ctx);
       case 'changes':
         return await changes(api, positionals, values, ctx);
+      case 'results':
+        return await results(api, values, ctx);
     }
     throw new ArgumentError(`unknown command "${command}"`);
   } catch (error) {
@@ -266,7 +283,7 @@ async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; jso
     const filled = total ? Math.round((done / total) * width) : 0;
     process.stderr.write(`\r[${'='.repeat(filled)}${' '.repeat(width - filled)}] ${done}/${total} runs  ${point}  ${rate}`.padEnd(100).slice(0, 100));
   };
-  for await (const { event, data } of api.events(`/v1/jobs/${submitted.id}/events`)) {
+  for await (const { event, data } of api.jobEvents(submitted.id)) {
     if (event === 'status') status = data.status;
     if (event === 'progress') [done, total] = [data.runsDone, data.runsTotal];
     if (event === 'interval') rate = mbit(data.interval.bitsPerSecond);
@@ -377,5 +394,48 @@ async function changes(api: Api, positionals: string[], o: { json?: boolean; sch
   }
   if (o.json) return print(items), 0;
   ctx.out(items.length ? alignTable([header, ...items.map(changeLine)]) : 'no change points');
+  return 0;
+}
+
+type ResultsOptions = { json?: boolean; csv?: boolean; jsonl?: boolean; agent?: string; interface?: string; schedule?: string; label?: string[]; since?: string; until?: string; limit?: string };
+
+/** An ISO time from a flag: a date or a time, as `new Date` reads it. */
+function timeFlag(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) throw new ArgumentError(`${flag}: "${value}" is no date (2026-11-01 or an ISO time)`);
+  return at.toISOString();
+}
+
+/** `niclab results`: the history, page after page, as a table, CSV, JSON lines or JSON. */
+async function results(api: Api, o: ResultsOptions, ctx: ClientContext): Promise<number> {
+  if ([o.json, o.csv, o.jsonl].filter(Boolean).length > 1) throw new ArgumentError('give one of --json, --csv and --jsonl');
+  if ((o.label ?? []).length > 1) throw new ArgumentError('--label: one key=value (the history filters by one label)');
+  const q = new URLSearchParams();
+  for (const key of ['agent', 'interface', 'schedule', 'limit'] as const) if (o[key]) q.set(key, o[key]);
+  if (o.label?.[0]) q.set('label', o.label[0]);
+  const from = timeFlag(o.since, '--since');
+  const to = timeFlag(o.until, '--until') ?? new Date().toISOString();
+  q.set('to', to);
+  q.set('from', from ?? new Date(Date.parse(to) - 24 * 3600_000).toISOString());
+  const format = o.csv ? 'csv' : o.jsonl ? 'jsonl' : 'json';
+  q.set('format', format);
+  const texts: string[] = [];
+  for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+    if (cursor) q.set('cursor', cursor);
+    const page = await api.page(`/v1/results?${q}`, format === 'csv' ? 'text/csv' : format === 'jsonl' ? 'application/x-ndjson' : 'application/json');
+    // Each CSV page starts with the header: the first one's is kept.
+    texts.push(format === 'csv' && !first ? page.text.slice(page.text.indexOf('\n') + 1) : page.text);
+    cursor = o.limit ? null : page.next;
+  }
+  if (format !== 'json') return ctx.out(texts.join('').trimEnd()), 0;
+  const items = texts.flatMap((t) => (JSON.parse(t) as { items: RunSummary[] }).items);
+  if (o.json) return ctx.out(JSON.stringify(items, null, 2)), 0;
+  const rows = items.flatMap((s) => (s.flows.length ? s.flows : [null]).map((f) => [
+    s.finishedAt.replace(/\.\d+Z$/, 'Z'), short(s.jobId), String(s.index), s.status, pointLabel(s.point), s.labels.schedule ?? '',
+    f ? `${f.src.agent}:${f.src.interface}->${f.dst.agent}:${f.dst.interface}` : '-', f ? mbit(f.bitsPerSecond) : '-',
+    f?.udpLossRatio === null || !f ? '-' : `${(f.udpLossRatio * 100).toFixed(3)}%`, f?.rttP50Seconds === null || !f ? '-' : `${(f.rttP50Seconds * 1e3).toFixed(3)} ms`, s.error ?? '',
+  ]));
+  ctx.out(rows.length ? alignTable([['finished', 'job', 'run', 'status', 'point', 'schedule', 'link', 'throughput', 'loss', 'rtt p50', 'error'], ...rows]) : 'no runs in that range');
   return 0;
 }

@@ -1,18 +1,23 @@
 /** The command line's view of the API: JSON in and out, problems turned into readable errors. */
-import type { Problem } from '@niclab/shared/domain/contract';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TERMINAL_STATUSES, type JobStatus, type Problem } from '@niclab/shared/domain/contract';
 
 /** An error to show as it is: the API's problem detail and the fields it names, no stack. */
 export class ClientError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
+  /** `retriable`: the API could not be reached or answered 5xx, so trying again may succeed. */
+  constructor(message: string, readonly exitCode = 1, readonly retriable = false) {
     super(message);
   }
 }
 
+/** One server-sent event: its name, its data, its id if it had one. */
+export interface ServerEvent { event: string; data: any; id?: string }
+
 export class Api {
   constructor(readonly base: string, private readonly token?: string) {}
 
-  private async request(method: string, path: string, body?: unknown, accept = 'application/json'): Promise<Response> {
-    const headers: Record<string, string> = { accept };
+  private async request(method: string, path: string, body?: unknown, accept = 'application/json', extra: Record<string, string> = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept, ...extra };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let res: Response;
@@ -24,7 +29,7 @@ export class Api {
       if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
         throw new ClientError(`the niclab API at ${this.base} has a certificate this machine does not trust (${code}: ${cause?.message ?? ''}); give its CA certificate with NODE_EXTRA_CA_CERTS=FILE`);
       }
-      throw new ClientError(`cannot reach the niclab API at ${this.base} (${code}); is it running? (--api URL or NICLAB_API)`);
+      throw new ClientError(`cannot reach the niclab API at ${this.base} (${code}); is it running? (--api URL or NICLAB_API)`, 1, true);
     }
     if (res.ok) return res;
     const text = await res.text();
@@ -35,7 +40,7 @@ export class Api {
       // not a problem document: say what came back
     }
     const fields = (problem.errors ?? []).map((e) => `\n  ${e.field}: ${e.message}`).join('');
-    throw new ClientError(`${problem.detail ?? problem.title ?? `${res.status} ${res.statusText}`}${fields}`);
+    throw new ClientError(`${problem.detail ?? problem.title ?? `${res.status} ${res.statusText}`}${fields}`, 1, res.status >= 500);
   }
 
   async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {
@@ -47,9 +52,15 @@ export class Api {
     return (await this.request('GET', path, undefined, accept)).text();
   }
 
-  /** Server-sent events of a path, as `{event, data}` until the server ends the stream. */
-  async *events(path: string): AsyncGenerator<{ event: string; data: any }> {
-    const res = await this.request('GET', path, undefined, 'text/event-stream');
+  /** A page of a list as text, with the next page's cursor (its `X-Next-Cursor` header) or null. */
+  async page(path: string, accept: string): Promise<{ text: string; next: string | null }> {
+    const res = await this.request('GET', path, undefined, accept);
+    return { text: await res.text(), next: res.headers.get('x-next-cursor') };
+  }
+
+  /** Server-sent events of a path, as `{event, data, id}` until the server ends the stream; from after `lastEventId` if given. */
+  async *events(path: string, lastEventId?: string): AsyncGenerator<ServerEvent> {
+    const res = await this.request('GET', path, undefined, 'text/event-stream', lastEventId ? { 'last-event-id': lastEventId } : {});
     const decoder = new TextDecoder();
     let buffer = '';
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -59,8 +70,35 @@ export class Api {
         buffer = buffer.slice(end + 2);
         const event = /^event: (.*)$/m.exec(block)?.[1];
         const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) yield { event, data: JSON.parse(data) };
+        const id = /^id: (.*)$/m.exec(block)?.[1];
+        if (event && data) yield { event, data: JSON.parse(data), ...(id ? { id } : {}) };
       }
+    }
+  }
+
+  /**
+   * A job's events until its final status, through lost connections (an API restarted, a proxy
+   * that cut the stream): each reconnect sends the last id seen as Last-Event-ID, and the API
+   * resends what came in between. Gives up after `patienceMs` without a connection.
+   */
+  async *jobEvents(jobId: string, patienceMs = 120_000): AsyncGenerator<ServerEvent> {
+    let last: string | undefined;
+    let lostSince: number | null = null;
+    for (;;) {
+      try {
+        for await (const e of this.events(`/v1/jobs/${jobId}/events`, last)) {
+          lostSince = null;
+          if (e.id) last = e.id;
+          yield e;
+          if (e.event === 'status' && TERMINAL_STATUSES.includes(e.data.status as JobStatus)) return;
+        }
+      } catch (error) {
+        // A problem the API stated (a 404, a 403) stands; a lost connection is tried again.
+        if (error instanceof ClientError && !error.retriable) throw error;
+      }
+      lostSince ??= Date.now();
+      if (Date.now() - lostSince > patienceMs) throw new ClientError(`lost the niclab API at ${this.base} for ${Math.round(patienceMs / 1000)} s while following job ${jobId}`, 1, true);
+      await sleep(250);
     }
   }
 }

@@ -2,7 +2,7 @@
  * A job's report: per sweep point, per leg and summed, the statistics of its runs; as JSON,
  * as CSV (one header row) and as the nttcp table the seeds print.
  */
-import { alignTable } from './text-table.js';
+import { alignTable, csvCell } from './text-table.js';
 import { whereLost } from './attribution.js';
 import { byPoint, headline, headlineOf, pointStates } from './points.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
@@ -93,10 +93,6 @@ export function buildReport(job: Job, runs: Run[]): Report {
   };
 }
 
-const csvCell = (value: unknown) => {
-  const text = value === null || value === undefined ? '' : String(value);
-  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-};
 
 const METRICS = LEG_COLUMNS.map((c) => c.name as LegFigureName);
 

@@ -7,3 +7,9 @@ export function alignTable(rows: string[][]): string {
     .map((r) => r.map((cell, c) => (/^-?[\d.]+%?$/.test(cell) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
     .join('\n');
 }
+
+/** One CSV cell (RFC 4180): empty for null, quoted when it holds a quote, a comma or a newline. */
+export const csvCell = (value: unknown): string => {
+  const text = value === null || value === undefined ? '' : String(value);
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};

@@ -96,6 +96,13 @@ export interface paths {
          *     starting with `:` are keep-alives. The data's `type` equals the event's name, and the
          *     data of each type is the schema `JobEvent` names for it (`JobStatusEvent`,
          *     `JobProgressEvent`, `JobRunEvent`, `JobIntervalEvent`).
+         *
+         *     Each event has an `id:` line too (`<ms>-<seq>`, increasing within the job). A client
+         *     that reconnects with `Last-Event-ID` (as a browser's EventSource does) is sent every
+         *     event after that id, then the live ones, none twice: the API keeps each job's latest
+         *     10,000 events in Redis, for an hour after its last. When the backlog no longer holds
+         *     that id (or it was never one of the job's) the stream starts as a new one does, with the
+         *     job's status now.
          */
         get: operations["getJobEvents"];
         put?: never;
@@ -222,6 +229,13 @@ export interface paths {
          *     any flow; `label` is `key=value` of the job's labels. `agent` (with or without
          *     `interface`) and `schedule` are indexed: they read only those runs, however long the
          *     history; `interface` alone and `label` read the whole range they are given.
+         *
+         *     Paged by `cursor`: give the previous page's `next` with the same filters (`from`
+         *     included: its default moves with the clock). `format=csv` is one row per flow of each
+         *     summary (a run without flows, one row with the flow's columns empty), `format=jsonl`
+         *     one summary per line; both give the next page's cursor in a `Link` header
+         *     (`rel="next"`) and `X-Next-Cursor`. A cursor the history no longer holds (its run's
+         *     summary expired) is 404: start again from a `from`.
          */
         get: operations["listResults"];
         put?: never;
@@ -2482,7 +2496,10 @@ export interface operations {
     getJobEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The id of the last event the client received, to resume after it. */
+                "Last-Event-ID"?: string;
+            };
             path: {
                 id: components["parameters"]["JobId"];
             };
@@ -2618,6 +2635,9 @@ export interface operations {
                 /** @description End of the range (default: now). */
                 to?: string;
                 limit?: number;
+                /** @description The `next` of the previous page. */
+                cursor?: components["schemas"]["Id"];
+                format?: "json" | "csv" | "jsonl";
             };
             header?: never;
             path?: never;
@@ -2625,20 +2645,28 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The summaries; `truncated` when more matched than `limit`. */
+            /** @description The summaries; `truncated` when more matched than `limit`, and `next` the cursor of the following page (null on the last). */
             200: {
                 headers: {
+                    /** @description `<...&cursor=ID>; rel="next"` when there is a next page (csv and jsonl too). */
+                    Link?: string;
+                    /** @description The cursor of the next page, when there is one. */
+                    "X-Next-Cursor"?: components["schemas"]["Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         items: components["schemas"]["RunSummary"][];
                         truncated: boolean;
+                        next: null | components["schemas"]["Id"];
                     };
+                    "text/csv": string;
+                    "application/x-ndjson": string;
                 };
             };
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
         };

@@ -186,7 +186,7 @@ export class JobStore {
   async delete(id: string): Promise<void> {
     const [status, member] = await this.redis.hmget(this.keys.job(id), 'status', 'member');
     const runs = await this.listRuns(id);
-    const multi = this.redis.multi().del(this.keys.job(id), this.keys.runs(id));
+    const multi = this.redis.multi().del(this.keys.job(id), this.keys.runs(id), this.keys.jobEventLog(id));
     for (const run of runs) multi.del(this.keys.runRaw(run.id));
     if (member) multi.zrem(this.keys.jobIndex(), member).zrem(this.keys.jobIndex(status ?? ''), member);
     await multi.exec();

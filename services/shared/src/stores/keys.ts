@@ -68,6 +68,8 @@ export class Keys {
   /** Pub/sub channel of one job's live events; `jobEventsPattern` matches them all. */
   jobEvents(jobId: string): string { return `${this.prefix}:events:${jobId}`; }
   get jobEventsPattern(): string { return `${this.prefix}:events:*`; }
+  /** A Redis stream of one job's latest events, each by its id, for a client that reconnects (Last-Event-ID). */
+  jobEventLog(jobId: string): string { return `${this.prefix}:eventlog:${jobId}`; }
 
   /** Pub/sub channel announcing canceled jobs and abandoned runs to every agent. */
   get cancelChannel(): string { return `${this.prefix}:cancel`; }

@@ -5,6 +5,8 @@
 import type { Redis } from 'ioredis';
 import type { Job, Run } from '../domain/contract.js';
 import { historyFigures } from '../domain/figures/columns.js';
+import { pointLabel } from '../domain/plan.js';
+import { csvCell } from '../domain/text-table.js';
 import type { components } from '../generated/openapi.js';
 import type { Keys } from './keys.js';
 import type { JobObserver } from './job-observer.js';
@@ -49,6 +51,8 @@ export interface ResultQuery {
   /** `key=value` of the job's labels. */
   label?: string;
   limit: number;
+  /** The run id of the previous page's last summary (its `next`): this page starts after it. */
+  after?: string;
 }
 
 /** Trims one index to the retention and forgets it once empty, in one step (an add between the two would otherwise be lost to retention). */
@@ -106,8 +110,13 @@ export class Results implements JobObserver {
     return [...keys];
   }
 
-  /** Oldest first within [from, to] (epoch ms), filtered; at most `limit`, and whether more matched. */
-  async query(q: ResultQuery): Promise<{ items: RunSummary[]; truncated: boolean }> {
+  /**
+   * Oldest first within [from, to] (epoch ms), filtered; at most `limit`, whether more matched
+   * and the cursor of the page after (the last summary's run id), or `null` when `after` is not
+   * in the index read (expired, or no run of these filters). Summaries that ended in the same
+   * millisecond are in run-id order, so a page ends and the next begins between two of them.
+   */
+  async query(q: ResultQuery): Promise<{ items: RunSummary[]; truncated: boolean; next: string | null } | null> {
     const items: RunSummary[] = [];
     const [labelKey, labelValue] = q.label ? [q.label.slice(0, q.label.indexOf('=')), q.label.slice(q.label.indexOf('=') + 1)] : [];
     const matches = (s: RunSummary) =>
@@ -123,17 +132,31 @@ export class Results implements JobObserver {
       q.agent ? this.keys.historyIndex('agent', q.agent)
       : q.schedule ? this.keys.historyIndex('schedule', q.schedule)
       : this.keys.history;
+    let from: number | string = q.from;
+    // Skipping the summaries of the cursor's millisecond up to the cursor itself.
+    let skipThrough = q.after;
+    if (q.after) {
+      const score = await this.redis.zscore(source, q.after);
+      if (score === null) return null;
+      from = score;
+    }
     for (let offset = 0; ; offset += PAGE) {
-      const ids = await this.redis.zrangebyscore(source, q.from, q.to, 'LIMIT', offset, PAGE);
+      let ids = await this.redis.zrangebyscore(source, from, q.to, 'LIMIT', offset, PAGE);
+      const read = ids.length;
+      if (skipThrough) {
+        const at = ids.indexOf(skipThrough);
+        ids = at >= 0 ? ids.slice(at + 1) : [];
+        if (at >= 0) skipThrough = undefined;
+      }
       const texts = ids.length > 0 ? await this.redis.hmget(this.keys.historyData, ...ids) : [];
       for (const text of texts) {
         if (!text) continue; // expired between the two reads
         const summary = JSON.parse(text) as RunSummary;
         if (!matches(summary)) continue;
-        if (items.length === q.limit) return { items, truncated: true };
+        if (items.length === q.limit) return { items, truncated: true, next: items.at(-1)!.runId };
         items.push(summary);
       }
-      if (ids.length < PAGE) return { items, truncated: false };
+      if (read < PAGE) return { items, truncated: false, next: null };
     }
   }
 
@@ -164,4 +187,17 @@ export class Results implements JobObserver {
       moved += members.length;
     }
   }
+}
+
+const FLOW_COLUMNS = ['bitsPerSecond', 'retransmits', 'udpLossRatio', 'jitterSeconds', 'transactionsPerSecond', 'rttP50Seconds', 'pathVerified'] as const;
+
+/** The history as CSV: a header row, then one row per summary and flow (a summary without flows, one row). */
+export function historyCsv(items: RunSummary[]): string {
+  const header = ['finishedAt', 'jobId', 'runId', 'index', 'status', 'error', 'engine', 'protocol', 'test', 'point', 'labels', 'flowIndex', 'direction', 'from', 'to', ...FLOW_COLUMNS];
+  const rows = items.flatMap((s) => {
+    const run = [s.finishedAt, s.jobId, s.runId, s.index, s.status, s.error, s.engine, s.protocol, s.test, pointLabel(s.point), Object.entries(s.labels).sort().map(([k, v]) => `${k}=${v}`).join(';')];
+    if (s.flows.length === 0) return [[...run, ...Array<null>(4 + FLOW_COLUMNS.length).fill(null)]];
+    return s.flows.map((f) => [...run, f.flowIndex, f.direction, `${f.src.agent}:${f.src.interface}`, `${f.dst.agent}:${f.dst.interface}`, ...FLOW_COLUMNS.map((c) => f[c])]);
+  });
+  return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }
