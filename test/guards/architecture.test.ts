@@ -95,7 +95,8 @@ test('the API package does not depend on the agent package', () => {
 test('plotting stays in the API: shared builds chart specs as data, only services/api imports vega', () => {
   const offenders = sources(SERVICES).filter((file) => !relative(SERVICES, file).startsWith('api/') && specifiers(file).some((s) => /^vega(-|$)/.test(s)));
   assert.deepEqual(offenders.map((f) => relative(SERVICES, f)), []);
-  for (const pkg of readdirSync(SERVICES).filter((p) => p !== 'api')) {
+  // Every Node package of services/ but the API's (services/python is a Python file, no package).
+  for (const pkg of readdirSync(SERVICES).filter((p) => p !== 'api' && existsSync(join(SERVICES, p, 'package.json')))) {
     const manifest = JSON.parse(readFileSync(join(SERVICES, pkg, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
     assert.deepEqual(Object.keys(manifest.dependencies ?? {}).filter((d) => d.startsWith('vega')), [], `services/${pkg}/package.json`);
   }

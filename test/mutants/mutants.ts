@@ -31,6 +31,15 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'python-results-one-page',
+    what: "the Python client's results() stops after the first page of the history",
+    file: 'services/python/niclab.py',
+    from: 'cursor = page.get("next")',
+    to: 'cursor = None',
+    tests: ['test/clients/python.test.ts'],
+    pattern: 'cursor page by page',
+  },
+  {
     id: 'results-page-skips-millisecond',
     what: "the history's next page starts after the cursor's millisecond: summaries that ended in it after the cursor are never returned",
     file: 'services/shared/src/stores/results.ts',
