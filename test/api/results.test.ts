@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { test } from 'node:test';
 import request from 'supertest';
 import type { RunSummary } from '@niclab/shared/stores/results';
@@ -11,6 +16,7 @@ import { stackPerFile, type Stack } from '../helpers/stack.js';
  * CSV (a row per flow) and JSON lines. The summaries are written straight into the store, so
  * the expected order and every figure are known here, not read back from niclab.
  */
+const exec = promisify(execFile);
 let stack: Stack;
 stackPerFile({}, (s) => (stack = s));
 
@@ -115,4 +121,39 @@ test('as CSV a row per flow of each summary, quoted where it must be; as JSON li
   const lines = (jsonl.body as string).trimEnd().split('\n');
   assert.deepEqual(lines.map((l) => JSON.parse(l)), all.slice(0, 10));
   assert.equal(jsonl.headers['x-next-cursor'], all[9]!.runId);
+});
+
+test('as OpenMetrics a Prometheus TSDB takes it: promtool makes blocks of it, and dumps back every figure of every flow at its run\'s end', async () => {
+  const all = (await request(stack.app).get(`/v1/results?${RANGE}&limit=10000`)).body.items as RunSummary[];
+  const om = await request(stack.app).get(`/v1/results?${RANGE}&limit=10000&format=openmetrics`).buffer(true).parse((res, done) => {
+    let text = '';
+    res.on('data', (c: Buffer) => (text += c.toString()));
+    res.on('end', () => done(null, text));
+  });
+  assert.equal(om.status, 200);
+  assert.match(om.headers['content-type']!, /^application\/openmetrics-text; version=1\.0\.0/);
+  const dir = mkdtempSync(join(tmpdir(), 'niclab-om-'));
+  try {
+    writeFileSync(join(dir, 'history.om'), om.body as string);
+    await exec('promtool', ['tsdb', 'create-blocks-from', 'openmetrics', join(dir, 'history.om'), join(dir, 'data')]);
+    // promtool 2.42's dump reads a WAL before the blocks, and create-blocks makes none.
+    mkdirSync(join(dir, 'data', 'wal'));
+    const { stdout } = await exec('promtool', ['tsdb', 'dump', '--match={__name__=~"niclab_history_(throughput_bits_per_second|retransmits)"}', join(dir, 'data')], { maxBuffer: 16 << 20 });
+    // `{__name__="...", label="value", ...} value timestamp-ms`, one line per sample.
+    const dumped = stdout.trim().split('\n').map((line) => {
+      const [, labels, value, at] = /^\{(.*)\} (\S+) (\d+)$/.exec(line)!;
+      const l = Object.fromEntries([...labels!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+      return `${l.__name__} ${l.src_agent} ${l.flow} ${l.point} ${Number(value)} ${at}`;
+    }).sort();
+    const expected = all.flatMap((s) => s.flows.flatMap((f) => [
+      `niclab_history_throughput_bits_per_second ${f.src.agent} ${f.flowIndex} ${Object.keys(s.point).length ? 'bufferLength=8192' : '-'} ${f.bitsPerSecond} ${Date.parse(s.finishedAt)}`,
+      `niclab_history_retransmits ${f.src.agent} ${f.flowIndex} ${Object.keys(s.point).length ? 'bufferLength=8192' : '-'} ${f.retransmits} ${Date.parse(s.finishedAt)}`,
+    ])).sort();
+    // Four summaries to a millisecond, but each on a series of its own only when link, point and flow differ.
+    const distinct = new Set(expected.map((e) => e.split(' ').filter((_, i) => i !== 4).join(' ')));
+    assert.equal(dumped.length, distinct.size, 'one sample per series and millisecond');
+    assert.ok(dumped.every((d) => expected.includes(d)), `every sample is a figure of a flow at its run's end: ${dumped.filter((d) => !expected.includes(d)).slice(0, 3).join('; ')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -203,6 +203,11 @@ test('niclab results: the history of a label as a table, CSV (a row per flow), J
   assert.deepEqual(jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l).runId), runIds);
   const json = await niclabCli('results', '--label', label, '--json');
   assert.deepEqual(JSON.parse(json.stdout).map((s: { runId: string }) => s.runId), runIds);
+  const om = await niclabCli('results', '--label', label, '--openmetrics');
+  assert.equal(om.code, 0, om.stderr);
+  const samples = om.stdout.split('\n').filter((l) => l.startsWith('niclab_history_throughput_bits_per_second{'));
+  assert.deepEqual(samples.map((l) => Number(l.split(' ')[1])), job.runs.map((r) => r.flows[0]!.bitsPerSecond));
+  assert.match(om.stdout, /^# EOF$/m);
   const limited = await niclabCli('results', '--label', label, '--jsonl', '--limit', '2');
   assert.equal(limited.stdout.trim().split('\n').length, 2);
 

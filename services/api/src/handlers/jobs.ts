@@ -4,7 +4,7 @@ import { compareJobs as compare } from '@niclab/shared/domain/compare';
 import { changesBetween } from '@niclab/shared/domain/changes/series';
 import { buildReport } from '@niclab/shared/domain/report';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
-import { historyCsv } from '@niclab/shared/stores/results';
+import { historyCsv, historyOpenMetrics } from '@niclab/shared/stores/results';
 import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
@@ -112,6 +112,7 @@ export const listResults: Handler<'listResults'> = async ({ query }, { results }
   }
   const format = defaulted(query.format, 'format');
   if (format === 'csv') return { status: 200, raw: { contentType: 'text/csv; charset=utf-8', text: historyCsv(found.items) }, headers };
+  if (format === 'openmetrics') return { status: 200, raw: { contentType: 'application/openmetrics-text; version=1.0.0; charset=utf-8', text: historyOpenMetrics(found.items) }, headers };
   if (format === 'jsonl') return { status: 200, raw: { contentType: 'application/x-ndjson; charset=utf-8', text: found.items.map((s) => `${JSON.stringify(s)}\n`).join('') }, headers };
   return { status: 200, body: found, headers };
 };

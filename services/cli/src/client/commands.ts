@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/contract';
-import type { RunSummary } from '@niclab/shared/stores/results';
+import { historyOpenMetrics, type RunSummary } from '@niclab/shared/stores/results';
 import { pointLabel } from '@niclab/shared/domain/plan';
 import { alignTable } from '@niclab/shared/domain/text-table';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
@@ -82,6 +82,7 @@ const COMMON = {
   until: { type: 'string' },
   interface: { type: 'string' },
   jsonl: { type: 'boolean' },
+  openmetrics: { type: 'boolean' },
   as: { type: 'string' },
   note: { type: 'string' },
 } as const;
@@ -140,10 +141,12 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
   niclab changes ack ID --as expected|known-regression [--note "new kernel"]
       Acknowledges one: it is no longer open in /metrics, and its step is not raised again.
   niclab results [--agent A [--interface eth1]] [--schedule S] [--label key=value]
-             [--since 2026-11-01] [--until 2026-11-30T12:00Z] [--limit N] [--csv | --jsonl | --json]
+             [--since 2026-11-01] [--until 2026-11-30T12:00Z] [--limit N]
+             [--csv | --jsonl | --openmetrics | --json]
       The history of run summaries, oldest first (default: the last 24 hours), every page of
       it unless --limit: a table; --csv a row per flow (for a spreadsheet or pandas), --jsonl
-      one summary per line.
+      one summary per line, --openmetrics its figures as gauges at each run's end (for
+      promtool tsdb create-blocks-from openmetrics).
   --json prints the API's JSON instead of tables.`;
 
 type Out = (line: string) => void;
@@ -397,7 +400,7 @@ async function changes(api: Api, positionals: string[], o: { json?: boolean; sch
   return 0;
 }
 
-type ResultsOptions = { json?: boolean; csv?: boolean; jsonl?: boolean; agent?: string; interface?: string; schedule?: string; label?: string[]; since?: string; until?: string; limit?: string };
+type ResultsOptions = { json?: boolean; csv?: boolean; jsonl?: boolean; openmetrics?: boolean; agent?: string; interface?: string; schedule?: string; label?: string[]; since?: string; until?: string; limit?: string };
 
 /** An ISO time from a flag: a date or a time, as `new Date` reads it. */
 function timeFlag(value: string | undefined, flag: string): string | undefined {
@@ -409,7 +412,7 @@ function timeFlag(value: string | undefined, flag: string): string | undefined {
 
 /** `niclab results`: the history, page after page, as a table, CSV, JSON lines or JSON. */
 async function results(api: Api, o: ResultsOptions, ctx: ClientContext): Promise<number> {
-  if ([o.json, o.csv, o.jsonl].filter(Boolean).length > 1) throw new ArgumentError('give one of --json, --csv and --jsonl');
+  if ([o.json, o.csv, o.jsonl, o.openmetrics].filter(Boolean).length > 1) throw new ArgumentError('give one of --json, --csv, --jsonl and --openmetrics');
   if ((o.label ?? []).length > 1) throw new ArgumentError('--label: one key=value (the history filters by one label)');
   const q = new URLSearchParams();
   for (const key of ['agent', 'interface', 'schedule', 'limit'] as const) if (o[key]) q.set(key, o[key]);
@@ -431,6 +434,8 @@ async function results(api: Api, o: ResultsOptions, ctx: ClientContext): Promise
   if (format !== 'json') return ctx.out(texts.join('').trimEnd()), 0;
   const items = texts.flatMap((t) => (JSON.parse(t) as { items: RunSummary[] }).items);
   if (o.json) return ctx.out(JSON.stringify(items, null, 2)), 0;
+  // Rendered here from every page: a family's samples must not be split across pages' texts.
+  if (o.openmetrics) return ctx.out(historyOpenMetrics(items).trimEnd()), 0;
   const rows = items.flatMap((s) => (s.flows.length ? s.flows : [null]).map((f) => [
     s.finishedAt.replace(/\.\d+Z$/, 'Z'), short(s.jobId), String(s.index), s.status, pointLabel(s.point), s.labels.schedule ?? '',
     f ? `${f.src.agent}:${f.src.interface}->${f.dst.agent}:${f.dst.interface}` : '-', f ? mbit(f.bitsPerSecond) : '-',

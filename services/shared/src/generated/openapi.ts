@@ -233,7 +233,9 @@ export interface paths {
          *     Paged by `cursor`: give the previous page's `next` with the same filters (`from`
          *     included: its default moves with the clock). `format=csv` is one row per flow of each
          *     summary (a run without flows, one row with the flow's columns empty), `format=jsonl`
-         *     one summary per line; both give the next page's cursor in a `Link` header
+         *     one summary per line, `format=openmetrics` the figures as OpenMetrics gauges, a
+         *     sample per flow of each run at its end, to backfill a Prometheus TSDB (`promtool tsdb
+         *     create-blocks-from openmetrics`). Each gives the next page's cursor in a `Link` header
          *     (`rel="next"`) and `X-Next-Cursor`. A cursor the history no longer holds (its run's
          *     summary expired) is 404: start again from a `from`.
          */
@@ -2637,7 +2639,7 @@ export interface operations {
                 limit?: number;
                 /** @description The `next` of the previous page. */
                 cursor?: components["schemas"]["Id"];
-                format?: "json" | "csv" | "jsonl";
+                format?: "json" | "csv" | "jsonl" | "openmetrics";
             };
             header?: never;
             path?: never;
@@ -2662,6 +2664,7 @@ export interface operations {
                     };
                     "text/csv": string;
                     "application/x-ndjson": string;
+                    "application/openmetrics-text": string;
                 };
             };
             401: components["responses"]["Problem"];

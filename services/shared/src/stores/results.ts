@@ -201,3 +201,48 @@ export function historyCsv(items: RunSummary[]): string {
   });
   return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }
+
+/** The history's figures as OpenMetrics families, for `promtool tsdb create-blocks-from openmetrics`. */
+const HISTORY_FAMILIES: { column: (typeof FLOW_COLUMNS)[number]; name: string; help: string }[] = [
+  { column: 'bitsPerSecond', name: 'niclab_history_throughput_bits_per_second', help: "A run's throughput per flow (payload bits/s at the receiver)" },
+  { column: 'retransmits', name: 'niclab_history_retransmits', help: "A run's TCP retransmits per flow" },
+  { column: 'udpLossRatio', name: 'niclab_history_udp_loss_ratio', help: "A run's UDP loss ratio per flow" },
+  { column: 'jitterSeconds', name: 'niclab_history_jitter_seconds', help: "A run's UDP jitter per flow" },
+  { column: 'transactionsPerSecond', name: 'niclab_history_transactions_per_second', help: "A run's request/response transactions per second per flow" },
+  { column: 'rttP50Seconds', name: 'niclab_history_rtt_p50_seconds', help: "A run's median round trip per flow" },
+  { column: 'pathVerified', name: 'niclab_history_path_verified', help: "1 when a run's interface counters showed its bytes on the named interfaces, 0 when they did not" },
+];
+
+const omLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+/**
+ * The history as OpenMetrics text: per figure a gauge family, a sample per flow of each run that
+ * measured it, stamped with the run's end (seconds). Series: the flow's link and direction, the
+ * engine, protocol and test, the sweep point, the schedule and the flow's index. A second
+ * sample of a series in one millisecond is left out (a TSDB takes one per timestamp).
+ */
+export function historyOpenMetrics(items: RunSummary[]): string {
+  const lines: string[] = [];
+  for (const family of HISTORY_FAMILIES) {
+    const samples: string[] = [];
+    const last = new Map<string, number>();
+    for (const s of items) {
+      const at = Date.parse(s.finishedAt);
+      for (const f of s.flows) {
+        const value = f[family.column];
+        if (value === null) continue;
+        const labels = {
+          src_agent: f.src.agent, src_interface: f.src.interface, dst_agent: f.dst.agent, dst_interface: f.dst.interface, direction: f.direction,
+          engine: s.engine, protocol: s.protocol, test: s.test, point: pointLabel(s.point), schedule: s.labels.schedule ?? '', flow: String(f.flowIndex),
+        };
+        const series = Object.entries(labels).map(([k, v]) => `${k}="${omLabel(v)}"`).join(',');
+        if ((last.get(series) ?? -Infinity) >= at) continue;
+        last.set(series, at);
+        samples.push(`${family.name}{${series}} ${typeof value === 'boolean' ? Number(value) : value} ${(at / 1000).toFixed(3)}`);
+      }
+    }
+    if (samples.length === 0) continue;
+    lines.push(`# HELP ${family.name} ${family.help}.`, `# TYPE ${family.name} gauge`, ...samples);
+  }
+  return `${[...lines, '# EOF'].join('\n')}\n`;
+}
