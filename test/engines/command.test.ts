@@ -20,6 +20,8 @@ test('a system command read beside a run is killed when the run is canceled, not
   const argv = ['sleep', `${29 + Math.random()}`.slice(0, 8)];
   const controller = new AbortController();
   const ran = command(argv[0]!, argv.slice(1), controller.signal);
+  // Its rejection is expected from the start: once the kill lands it may come before the checks below end.
+  const rejected = assert.rejects(ran);
   const seen = await new Promise<number[]>((resolve) => {
     const look = () => {
       const pids = running(argv);
@@ -34,7 +36,7 @@ test('a system command read beside a run is killed when the run is canceled, not
   // the 15 s timeout would have ended it.
   for (let i = 0; i < 100 && running(argv).length; i++) await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(running(argv), [], 'the command does not outlive the canceled run');
-  await assert.rejects(ran);
+  await rejected;
 });
 
 test('a command that ends by itself resolves with its output; one that fails rejects with its stderr', async () => {
