@@ -11,6 +11,7 @@ COPY services/agent/package.json services/agent/
 COPY services/coordinator/package.json services/coordinator/
 COPY services/api/package.json services/api/
 COPY services/cli/package.json services/cli/
+COPY services/client/package.json services/client/
 RUN npm ci --no-audit --no-fund
 COPY openapi.yaml ./
 COPY services services
@@ -43,6 +44,8 @@ COPY --from=build /src/services/api/dist services/api/dist
 COPY --from=build /src/services/api/ui/static services/api/ui/static
 COPY --from=build /src/services/cli/package.json services/cli/
 COPY --from=build /src/services/cli/dist services/cli/dist
+COPY --from=build /src/services/client/package.json services/client/
+COPY --from=build /src/services/client/dist services/client/dist
 RUN mkdir -p /var/lib/niclab && chown node:node /var/lib/niclab \
  && ln -s /opt/niclab/services/cli/dist/main.js /usr/local/bin/niclab && chmod +x services/cli/dist/main.js
 ENV NODE_ENV=production \

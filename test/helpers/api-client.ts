@@ -14,7 +14,7 @@ const statusLog = () => {
 export class ApiClient {
   constructor(readonly base: string, readonly token?: string) {}
 
-  async call(operationId: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  async call(operationId: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Record<string, string> }> {
     const response = await fetch(this.base + path, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) },
@@ -22,8 +22,9 @@ export class ApiClient {
     });
     const text = await response.text();
     const parsed = text ? JSON.parse(text) : undefined;
-    assertResponse(operationId, { status: response.status, headers: Object.fromEntries(response.headers), body: parsed });
-    return { status: response.status, body: parsed };
+    const headers = Object.fromEntries(response.headers);
+    assertResponse(operationId, { status: response.status, headers, body: parsed });
+    return { status: response.status, body: parsed, headers };
   }
 
   job(id: string) {

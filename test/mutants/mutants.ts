@@ -31,6 +31,15 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'acknowledged-before-replicated',
+    what: 'a 202 is sent without waiting for a replica to have the job (NICLAB_REDIS_WAIT_REPLICAS ignored)',
+    file: 'services/api/src/durability.ts',
+    from: 'if (config.redisWaitReplicas === 0) return;',
+    to: 'return;',
+    tests: ['test/faults/sentinel.test.ts'],
+    pattern: 'SIGKILL of the master',
+  },
+  {
     id: 'python-results-one-page',
     what: "the Python client's results() stops after the first page of the history",
     file: 'services/python/niclab.py',

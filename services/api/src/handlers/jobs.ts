@@ -9,6 +9,7 @@ import { defaulted, type Handler } from '../handler.js';
 import { mayManage } from '../access.js';
 import { idempotent } from '../idempotency.js';
 import { submitJob } from '../submission.js';
+import { replicated } from '../durability.js';
 import { withRawLinks } from '../raw-links.js';
 import { COMPARISON_FORMATS, REPORT_FORMATS, reply } from '../formats.js';
 
@@ -20,6 +21,7 @@ export const createJob: Handler<'createJob'> = async ({ body, headers, principal
   };
   const key = headers['idempotency-key'];
   const { job, replayed } = key !== undefined ? await idempotent(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
+  await replicated(services);
   return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 

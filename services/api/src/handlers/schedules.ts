@@ -1,11 +1,13 @@
+import { replicated } from '../durability.js';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { mayManage } from '../access.js';
 import type { Handler } from '../handler.js';
 import type { Principal } from '../policy.js';
 import type { ApiServices } from '../services.js';
 
-export const createSchedule: Handler<'createSchedule'> = async ({ body, principal }, { schedules }) => {
-  const schedule = await schedules.create(body, principal);
+export const createSchedule: Handler<'createSchedule'> = async ({ body, principal }, services) => {
+  const schedule = await services.schedules.create(body, principal);
+  await replicated(services);
   return { status: 201, body: schedule, headers: { Location: `/v1/schedules/${schedule.name}` } };
 };
 

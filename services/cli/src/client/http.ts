@@ -1,6 +1,7 @@
 /** The command line's view of the API: JSON in and out, problems turned into readable errors. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TERMINAL_STATUSES, type JobStatus, type Problem } from '@niclab/shared/domain/contract';
+import { serverEvents } from '@niclab/shared/runtime/event-stream';
 
 /** An error to show as it is: the API's problem detail and the fields it names, no stack. */
 export class ClientError extends Error {
@@ -61,19 +62,7 @@ export class Api {
   /** Server-sent events of a path, as `{event, data, id}` until the server ends the stream; from after `lastEventId` if given. */
   async *events(path: string, lastEventId?: string): AsyncGenerator<ServerEvent> {
     const res = await this.request('GET', path, undefined, 'text/event-stream', lastEventId ? { 'last-event-id': lastEventId } : {});
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        const id = /^id: (.*)$/m.exec(block)?.[1];
-        if (event && data) yield { event, data: JSON.parse(data), ...(id ? { id } : {}) };
-      }
-    }
+    for await (const { event, data, id } of serverEvents(res.body as unknown as AsyncIterable<Uint8Array>)) yield { event, data: JSON.parse(data), ...(id ? { id } : {}) };
   }
 
   /**

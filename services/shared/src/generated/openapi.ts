@@ -24,6 +24,11 @@ export interface paths {
          *     answers the job the first one created, with `Idempotent-Replayed: true`, for 24 hours.
          *     The same key with another body is 422; a duplicate arriving while the first is still
          *     being handled is 409.
+         *
+         *     With `NICLAB_REDIS_WAIT_REPLICAS` set (Redis Sentinel), the 202 waits until that many
+         *     replicas have the job; when they do not confirm within `NICLAB_REDIS_WAIT_MS` the answer
+         *     is 503 with `Retry-After`, and the job may or may not have been kept: send it again with
+         *     the same `Idempotency-Key`.
          */
         post: operations["createJob"];
         delete?: never;
@@ -339,7 +344,9 @@ export interface paths {
          * @description Each firing creates an ordinary job whose `labels` carry `schedule` (the schedule's
          *     name) and `scheduledFor`. A firing whose previous job is still queued or running is
          *     skipped and counted in `skipped`. Schedules live in Redis: they survive API restarts,
-         *     and any number of API replicas fire each one once.
+         *     and any number of API replicas fire each one once. With `NICLAB_REDIS_WAIT_REPLICAS` set,
+         *     the 201 waits for that many replicas, as a job's 202 does (503 with `Retry-After` when
+         *     they do not confirm in time).
          */
         post: operations["createSchedule"];
         delete?: never;
@@ -2836,6 +2843,7 @@ export interface operations {
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     getSchedule: {

@@ -5,8 +5,19 @@ import { AGENT_ID } from '../domain/names.js';
 
 /** Everything niclab reads from its environment, parsed once at start. Nothing else reads process.env. */
 export interface Config {
-  /** Redis to use; undefined means "none configured" (npm start then starts a private one). */
+  /**
+   * Redis to use; undefined means "none configured" (npm start then starts a private one).
+   * With Sentinel (NICLAB_REDIS_SENTINELS, NICLAB_REDIS_MASTER) it is a
+   * `redis-sentinel://[user:password@]host:port,host:port/master[?tls=1]`, which runtime/redis.ts connects by.
+   */
   readonly redisUrl: string | undefined;
+  /**
+   * An acknowledged write (a job's 202, a schedule's 201) waits until this many replicas have it
+   * (Redis WAIT), else it is answered 503; 0 for a single Redis.
+   */
+  readonly redisWaitReplicas: number;
+  /** How long that wait may take, in milliseconds. */
+  readonly redisWaitMs: number;
   /** Prefix of every Redis key and BullMQ queue, so several niclabs can share one Redis. */
   readonly prefix: string;
   readonly host: string;
@@ -85,11 +96,25 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
 
 function redisUrl(env: Env): string | undefined {
   const raw = env.REDIS_URL;
-  if (raw === undefined || raw === '') return undefined;
-  if (!/^(rediss?:\/\/|unix:\/\/\/)/.test(raw)) {
+  if (raw !== undefined && raw !== '' && !/^(rediss?:\/\/|unix:\/\/\/)/.test(raw)) {
     throw new ConfigError('REDIS_URL', `must start with redis://, rediss:// or unix:///, got "${raw}"`);
   }
-  return raw;
+  const sentinels = env.NICLAB_REDIS_SENTINELS;
+  if (!sentinels) {
+    if (env.NICLAB_REDIS_MASTER) throw new ConfigError('NICLAB_REDIS_MASTER', 'is set, but NICLAB_REDIS_SENTINELS is not: give the sentinels as host:port,host:port');
+    return raw || undefined;
+  }
+  const addresses = sentinels.split(',').map((a) => a.trim());
+  for (const address of addresses) {
+    if (!/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/.test(address)) throw new ConfigError('NICLAB_REDIS_SENTINELS', `"${address}" is not host:port`);
+  }
+  const master = env.NICLAB_REDIS_MASTER;
+  if (!master || !/^[A-Za-z0-9._-]{1,64}$/.test(master)) throw new ConfigError('NICLAB_REDIS_MASTER', `must name the master the sentinels monitor (letters, digits, ".", "_", "-"), got "${master ?? ''}"`);
+  if (raw?.startsWith('unix://')) throw new ConfigError('REDIS_URL', 'with NICLAB_REDIS_SENTINELS it gives only the credentials and TLS (redis:// or rediss://), not a socket');
+  // REDIS_URL, if given beside the sentinels, gives the master's credentials and whether to use TLS.
+  const given = raw ? new URL(raw) : null;
+  const auth = given && (given.username || given.password) ? `${given.username}:${given.password}@` : '';
+  return `redis-sentinel://${auth}${addresses.join(',')}/${master}${given?.protocol === 'rediss:' ? '?tls=1' : ''}`;
 }
 
 function agentLabels(env: Env): Record<string, string> {
@@ -133,6 +158,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   }
   const config: Config = {
     redisUrl: redisUrl(env),
+    redisWaitReplicas: integer(env, 'NICLAB_REDIS_WAIT_REPLICAS', 0, 0, 10),
+    redisWaitMs: integer(env, 'NICLAB_REDIS_WAIT_MS', 1000, 10, 60_000),
     prefix,
     host: env.NICLAB_HOST || '127.0.0.1',
     port: number(env, 'NICLAB_PORT', 8080, 0, 65535),

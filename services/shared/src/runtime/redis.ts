@@ -24,7 +24,35 @@ function connect(url: string, options: { blocking?: boolean; patient?: boolean; 
   if (url.startsWith('unix://')) {
     return new Redis({ ...common, path: new URL(url).pathname });
   }
+  if (url.startsWith('redis-sentinel://')) return new Redis({ ...common, ...sentinelOptions(url) });
   return new Redis(url, common);
+}
+
+/**
+ * `redis-sentinel://[user:password@]host:port,host:port/master[?tls=1]` (config.ts builds it
+ * from NICLAB_REDIS_SENTINELS and NICLAB_REDIS_MASTER): ioredis asks the sentinels for the
+ * master, and again after a failover. A connection left on a master that came back as a
+ * replica gets READONLY for its writes: it reconnects, to the master the sentinels name now,
+ * and sends the command again.
+ */
+export function sentinelOptions(url: string): RedisOptions {
+  const match = /^redis-sentinel:\/\/(?:([^:@/]*):([^@/]*)@)?([^/]+)\/([^?]+)(\?tls=1)?$/.exec(url);
+  if (!match) throw new Error(`not a redis-sentinel:// address: ${url}`);
+  const [, username, password, hosts, name, tls] = match;
+  return {
+    sentinels: hosts!.split(',').map((hostPort) => {
+      const at = hostPort.lastIndexOf(':');
+      return { host: hostPort.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(hostPort.slice(at + 1)) };
+    }),
+    name,
+    ...(username ? { username: decodeURIComponent(username) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+    ...(tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2000),
+    // Told of a failover by the sentinels themselves (+switch-master), not only when the old master stops answering.
+    failoverDetector: true,
+    reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
+  };
 }
 
 export type Script = (keys: string[], ...args: (string | number)[]) => Promise<number>;
