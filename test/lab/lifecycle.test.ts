@@ -52,6 +52,10 @@ describe('lab lifecycle', { skip: NOT_ROOT }, () => {
     const status = spawnNiclab(['lab', 'status', '--name', t.lab.name], t.env);
     assert.equal(await status.exited, 1, 'status reports the dead agents');
     assert.match(status.output(), /not running/);
+    const json = spawnNiclab(['lab', 'status', '--name', t.lab.name, '--json'], t.env);
+    assert.equal(await json.exited, 1);
+    const state = JSON.parse(json.output()) as { healthy: boolean; hosts: { name: string; agentRunning: boolean; namespacePresent: boolean }[] };
+    assert.deepEqual([state.healthy, state.hosts.map((h) => [h.name, h.agentRunning, h.namespacePresent])], [false, t.lab.hosts.map((h) => [h.name, false, true])]);
 
     const down = spawnNiclab(['lab', 'down', '--name', t.lab.name], t.env);
     assert.equal(await down.exited, 0, down.output());

@@ -82,6 +82,7 @@ async function main(argv: string[]): Promise<void> {
       labels: { type: 'string' },
       'no-coordinator': { type: 'boolean' },
       scope: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },

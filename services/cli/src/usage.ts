@@ -16,7 +16,8 @@ Usage:
                                (root) a virtual lab: one network namespace and agent per host
   niclab lab add [--labels rack=a] [--rate 100mbit|none] [--name nl]
                                (root) one more host on a lab that is up, its agent with those labels
-  niclab lab status|down [--name nl]
+  niclab lab status [--name nl] [--json]
+  niclab lab down [--name nl]
   niclab token NAME [--scope read|run|admin]
                                a new API token, and its policy-file entry (the API keeps only the hash)
   niclab completion bash|zsh   a shell completion script: source <(niclab completion bash)

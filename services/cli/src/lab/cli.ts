@@ -8,6 +8,7 @@ import { alignTable } from '@niclab/shared/domain/text-table';
 import { LabError, labAddHost, labDown, labStatus, labUp, type LabHost } from './lab.js';
 
 interface LabFlags {
+  json?: boolean;
   hosts?: string;
   rate?: string;
   name?: string;
@@ -72,15 +73,20 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
     if (sub === 'status') {
       const status = await labStatus(config.dataDir, name);
       if (!status) {
-        console.log(`lab ${name} does not exist`);
+        console.log(flags.json ? JSON.stringify(null) : `lab ${name} does not exist`);
         return 1;
+      }
+      const healthy = status.hosts.every((h) => h.namespacePresent && h.agentRunning);
+      if (flags.json) {
+        console.log(JSON.stringify({ name, createdAt: status.state.createdAt, redisUrl: status.state.redisUrl, healthy, hosts: status.hosts }, null, 2));
+        return healthy ? 0 : 1;
       }
       console.log(`lab ${name}, created ${status.state.createdAt}, Redis ${status.state.redisUrl}`);
       console.log(alignTable([
         ['host', 'agent', 'interface', 'address', 'rate', 'namespace', 'agent pid'],
         ...status.hosts.map((h) => [h.name, h.agentId, h.interface, h.address, h.rate ?? 'unshaped', h.namespacePresent ? h.namespace : `${h.namespace} (missing)`, h.agentRunning ? String(h.agentPid) : 'not running']),
       ]));
-      return status.hosts.every((h) => h.namespacePresent && h.agentRunning) ? 0 : 1;
+      return healthy ? 0 : 1;
     }
     console.error('niclab lab: say up, add, down or status');
     return 2;
