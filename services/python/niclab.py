@@ -13,6 +13,7 @@ Copy it next to your script, or put services/python on PYTHONPATH. Python 3.8 or
 Errors the API states (a problem document: 4xx, 5xx) raise NiclabError with its fields.
 """
 
+import http.client
 import json
 import os
 import time
@@ -129,7 +130,8 @@ class Niclab:
             except NiclabError as error:
                 if error.status < 500:
                     raise
-            except (OSError, urllib.error.URLError):
+            except (OSError, urllib.error.URLError, http.client.HTTPException):
+                # The connection went (refused, reset, a chunked body cut short): resume after the last id.
                 pass
             lost_since = lost_since or time.monotonic()
             if time.monotonic() - lost_since > patience:

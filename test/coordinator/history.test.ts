@@ -92,6 +92,23 @@ test('every filter answers exactly what reading the whole history would, in orde
   }
 });
 
+test('a cursor past the first 1,000 summaries of its millisecond: the next page starts right after it', async () => {
+  const results = new Results(redis, new Keys(uniquePrefix()));
+  // 1,300 runs that ended in one millisecond: the third page's cursor lies beyond the store's first read of 1,000 ids.
+  const all = summaries(1300).map((s) => ({ ...s, finishedAt: new Date(T0).toISOString() }));
+  await results.addSummaries(all);
+  const whole = { from: T0, to: T0, limit: 10_000 };
+  const pages: string[][] = [];
+  for (let after: string | undefined; ; ) {
+    const page = (await results.query({ ...whole, limit: 600, after }))!;
+    pages.push(page.items.map((s) => s.runId));
+    if (!page.next) break;
+    after = page.next;
+  }
+  assert.deepEqual(pages.map((p) => p.length), [600, 600, 100]);
+  assert.deepEqual(pages.flat(), expected(all, whole).items.map((s) => s.runId));
+});
+
 test('retention drops summaries and their index entries, and forgets indexes left empty', async () => {
   const keys = new Keys(uniquePrefix());
   const results = new Results(redis, keys);

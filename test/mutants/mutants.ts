@@ -31,13 +31,13 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
-    id: 'acknowledged-before-replicated',
-    what: 'a 202 is sent without waiting for a replica to have the job (NICLAB_REDIS_WAIT_REPLICAS ignored)',
-    file: 'services/api/src/durability.ts',
-    from: 'if (config.redisWaitReplicas === 0) return;',
-    to: 'return;',
-    tests: ['test/faults/sentinel.test.ts'],
-    pattern: 'SIGKILL of the master',
+    id: 'results-cursor-beyond-first-read',
+    what: "a history cursor beyond the store's first 1,000-id read of its millisecond: the next page starts over at that millisecond's first summary",
+    file: 'services/shared/src/stores/results.ts',
+    from: 'ids = at >= 0 ? ids.slice(at + 1) : [];',
+    to: 'ids = at >= 0 ? ids.slice(at + 1) : ids;',
+    tests: ['test/coordinator/history.test.ts'],
+    pattern: 'first 1,000 summaries',
   },
   {
     id: 'python-results-one-page',

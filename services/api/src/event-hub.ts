@@ -19,6 +19,8 @@ export class EventHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private subscriber: Redis | undefined;
   private subscribed: Promise<unknown> | undefined;
+  /** Each open stream's end: called when the subscription was lost (its client resumes by Last-Event-ID). */
+  private readonly streams = new Set<() => void>();
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {}
 
@@ -26,6 +28,13 @@ export class EventHub {
   async follow(jobId: string, listener: Listener): Promise<() => void> {
     if (!this.subscriber) {
       this.subscriber = this.redis.duplicate();
+      // Events published while the subscriber was reconnecting never reach it: every open
+      // stream ends, and its client reconnects with Last-Event-ID and reads them from the backlog.
+      let connected = false;
+      this.subscriber.on('ready', () => {
+        if (connected) for (const end of [...this.streams]) end();
+        connected = true;
+      });
       this.subscribed = subscribeJobEvents(this.subscriber, this.keys, (jobId, event) => {
         for (const l of this.listeners.get(jobId) ?? []) l(event);
       });
@@ -43,7 +52,8 @@ export class EventHub {
   /**
    * A job's event stream: from `lastEventId` on if the backlog still holds it (a client that
    * reconnects), else the job's status now (`current`), and then each event as it comes, every
-   * one with its id, none twice, until the job's final status.
+   * one with its id, none twice, until the job's final status (or until Redis fails under it:
+   * then it ends, and the client resumes from its last id).
    */
   stream(jobId: string, lastEventId: string | undefined, current: () => Promise<JobEvent | null>): EventStream {
     return (send, closed) =>
@@ -56,9 +66,11 @@ export class EventHub {
         const end = () => {
           if (ended) return;
           ended = true;
+          this.streams.delete(end);
           stop();
           resolve();
         };
+        this.streams.add(end);
         const deliver = ({ id, event }: LoggedEvent) => {
           if (ended || (last !== null && !eventIdAfter(id, last))) return;
           last = id;
@@ -67,7 +79,10 @@ export class EventHub {
         };
         /** The job's status as it is now, under the latest id: where a fresh stream starts. */
         const snapshot = async () => {
-          const [event, latest] = await Promise.all([current(), latestJobEventId(this.redis, this.keys, jobId)]);
+          // The id before the job: an event between the two reads is then sent (again), never skipped.
+          const latest = await latestJobEventId(this.redis, this.keys, jobId);
+          const event = await current();
+          if (ended) return;
           if (!event) return end();
           if (latest !== null) last = latest;
           send(event.type, event, latest ?? undefined);
@@ -88,7 +103,7 @@ export class EventHub {
           const waiting = held ?? [];
           held = null;
           waiting.forEach(deliver);
-        });
+        }).catch(() => end()); // Redis failed while the stream was being set up: it ends, and the client resumes.
       });
   }
 

@@ -39,6 +39,8 @@ export interface ApiServices {
   metrics: Metrics;
   schedules: Schedules;
   events: EventHub;
+  /** The connection Redis WAIT runs on (api/durability.ts), when acknowledged writes wait for replicas. */
+  waiter: Redis | null;
   cancels: CancelBus;
   requestCounts: RequestCounts;
   idempotencyKeys: IdempotencyKeys;
@@ -50,13 +52,15 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
   const keys = new Keys(config.prefix);
   const redis = createRedis(config.redisUrl, { name: 'niclab-api' });
   const jobsQueue = createJobsQueue(redis, keys);
+  // Redis WAIT blocks the connection it runs on: one of its own, when acknowledged writes wait for replicas.
+  const waiter = config.redisWaitReplicas > 0 ? createRedis(config.redisUrl, { name: 'niclab-api-wait' }) : null;
   const { store, metricStore, results, changes } = jobStore(redis, keys, config.changes);
   const agents = new AgentRegistry(redis, keys);
   const schedules = new Schedules(redis, keys, { store, agents, jobsQueue, log }, policy);
   const events = new EventHub(redis, keys);
   const leases = new Leases(redis, keys);
   return {
-    config, policy, log, keys, redis, jobsQueue, store, results, changes, metricStore, agents, leases, schedules, events,
+    config, policy, log, keys, redis, waiter, jobsQueue, store, results, changes, metricStore, agents, leases, schedules, events,
     cancels: new CancelBus(redis, keys),
     requestCounts: new RequestCounts(redis, keys),
     // An Idempotency-Key remembers the job it created for a day.
@@ -66,6 +70,7 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
       events.close();
       await schedules.close();
       await jobsQueue.close();
+      await waiter?.quit().catch(() => undefined);
       await redis.quit().catch(() => undefined);
     },
   };

@@ -128,15 +128,24 @@ export class NiclabClient {
     let last: string | undefined;
     let lostSince: number | null = null;
     for (;;) {
-      try {
-        for await (const { event, id: eventId } of this.events(id, last)) {
-          lostSince = null;
-          last = eventId ?? last;
-          options.onEvent?.(event);
-          if (event.type === 'status' && TERMINAL.includes(event.status)) return await this.job(id);
+      const stream = this.events(id, last)[Symbol.asyncIterator]();
+      for (;;) {
+        let next: IteratorResult<{ event: JobEvent; id?: string }>;
+        try {
+          next = await stream.next();
+        } catch (error) {
+          // A problem the API stated (a 404, a 403) stands; a lost connection is resumed from the last id.
+          if (error instanceof NiclabError && error.status < 500) throw error;
+          if (!(error instanceof NiclabError) && !(error instanceof TypeError) && (error as { name?: string }).name !== 'AbortError') throw error;
+          break;
         }
-      } catch (error) {
-        if (error instanceof NiclabError && error.status < 500) throw error;
+        if (next.done) break;
+        const { event, id: eventId } = next.value;
+        lostSince = null;
+        last = eventId ?? last;
+        // The caller's own callback, outside the retry: what it throws is the caller's.
+        options.onEvent?.(event);
+        if (event.type === 'status' && TERMINAL.includes(event.status)) return await this.job(id);
       }
       lostSince ??= Date.now();
       if (Date.now() - lostSince > (options.patienceMs ?? 120_000)) throw new Error(`lost the niclab API at ${this.baseUrl} while following job ${id}`);

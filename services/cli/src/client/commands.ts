@@ -267,7 +267,7 @@ function need(value: string | undefined, what: string): string {
 }
 
 async function run(api: Api, spec: Partial<JobRequest>, o: { wait?: boolean; json?: boolean; quiet?: boolean }, ctx: ClientContext): Promise<number> {
-  const submitted = await api.json<Job>('POST', '/v1/jobs', spec);
+  const submitted = await api.submit<Job>(spec);
   if (!o.wait) {
     if (o.json) ctx.out(JSON.stringify(submitted, null, 2));
     else ctx.out(submitted.id);

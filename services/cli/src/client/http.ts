@@ -1,4 +1,5 @@
 /** The command line's view of the API: JSON in and out, problems turned into readable errors. */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TERMINAL_STATUSES, type JobStatus, type Problem } from '@niclab/shared/domain/contract';
 import { serverEvents } from '@niclab/shared/runtime/event-stream';
@@ -47,6 +48,25 @@ export class Api {
   async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await this.request(method, path, body);
     return (res.status === 204 ? undefined : await res.json()) as T;
+  }
+
+  /**
+   * Submits a job with an Idempotency-Key of its own, and sends it again with that key while the
+   * API cannot be reached or answers 5xx (a 503 while a replica confirms nothing, a failover),
+   * for up to `patienceMs`: a retry never makes a second job.
+   */
+  async submit<T>(spec: unknown, patienceMs = 30_000): Promise<T> {
+    const key = randomUUID();
+    const started = Date.now();
+    for (;;) {
+      try {
+        const res = await this.request('POST', '/v1/jobs', spec, 'application/json', { 'idempotency-key': key });
+        return (await res.json()) as T;
+      } catch (error) {
+        if (!(error instanceof ClientError) || !error.retriable || Date.now() - started > patienceMs) throw error;
+        await sleep(1000);
+      }
+    }
   }
 
   async text(path: string, accept = 'text/plain'): Promise<string> {

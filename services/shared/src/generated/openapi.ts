@@ -102,7 +102,9 @@ export interface paths {
          *     data of each type is the schema `JobEvent` names for it (`JobStatusEvent`,
          *     `JobProgressEvent`, `JobRunEvent`, `JobIntervalEvent`).
          *
-         *     Each event has an `id:` line too (`<ms>-<seq>`, increasing within the job). A client
+         *     Each event has an `id:` line too (`<ms>-<seq>`, increasing within the job; the first
+         *     status of a job that has had no event yet has none). A stream also ends when the API
+         *     loses its Redis subscription, without a final status: reconnect. A client
          *     that reconnects with `Last-Event-ID` (as a browser's EventSource does) is sent every
          *     event after that id, then the live ones, none twice: the API keeps each job's latest
          *     10,000 events in Redis, for an hour after its last. When the backlog no longer holds

@@ -71,6 +71,9 @@ export class Keys {
   /** A Redis stream of one job's latest events, each by its id, for a client that reconnects (Last-Event-ID). */
   jobEventLog(jobId: string): string { return `${this.prefix}:eventlog:${jobId}`; }
 
+  /** A counter the API bumps on its WAIT connection, so that WAIT has a write of its own to wait for (api/durability.ts). */
+  get replicationMark(): string { return `${this.prefix}:replication-mark`; }
+
   /** Pub/sub channel announcing canceled jobs and abandoned runs to every agent. */
   get cancelChannel(): string { return `${this.prefix}:cancel`; }
 

@@ -224,13 +224,14 @@ const omLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\
 export function historyOpenMetrics(items: RunSummary[]): string {
   const lines: string[] = [];
   for (const family of HISTORY_FAMILIES) {
-    const samples: string[] = [];
+    // Grouped by series (OpenMetrics keeps a series' samples together), each in time order.
+    const samples = new Map<string, string[]>();
     const last = new Map<string, number>();
     for (const s of items) {
       const at = Date.parse(s.finishedAt);
       for (const f of s.flows) {
         const value = f[family.column];
-        if (value === null) continue;
+        if (value === null || value === undefined) continue;
         const labels = {
           src_agent: f.src.agent, src_interface: f.src.interface, dst_agent: f.dst.agent, dst_interface: f.dst.interface, direction: f.direction,
           engine: s.engine, protocol: s.protocol, test: s.test, point: pointLabel(s.point), schedule: s.labels.schedule ?? '', flow: String(f.flowIndex),
@@ -238,11 +239,12 @@ export function historyOpenMetrics(items: RunSummary[]): string {
         const series = Object.entries(labels).map(([k, v]) => `${k}="${omLabel(v)}"`).join(',');
         if ((last.get(series) ?? -Infinity) >= at) continue;
         last.set(series, at);
-        samples.push(`${family.name}{${series}} ${typeof value === 'boolean' ? Number(value) : value} ${(at / 1000).toFixed(3)}`);
+        const line = `${family.name}{${series}} ${typeof value === 'boolean' ? Number(value) : value} ${(at / 1000).toFixed(3)}`;
+        samples.set(series, [...(samples.get(series) ?? []), line]);
       }
     }
-    if (samples.length === 0) continue;
-    lines.push(`# HELP ${family.name} ${family.help}.`, `# TYPE ${family.name} gauge`, ...samples);
+    if (samples.size === 0) continue;
+    lines.push(`# HELP ${family.name} ${family.help}.`, `# TYPE ${family.name} gauge`, ...[...samples.values()].flat());
   }
   return `${[...lines, '# EOF'].join('\n')}\n`;
 }
