@@ -22,7 +22,7 @@ const spec: JobSpec = {
   engine: 'builtin', test: 'stream', protocol: 'tcp', retries: 0, duration: 10, bufferLength: 131072, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 1,
   flows: [{ from: A, to: B }], labels: { schedule: 'nightly' },
 };
-const job: Job = { id: randomUUID(), owner: 'anonymous', status: 'running', createdAt: new Date().toISOString(), startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal: 1 }, error: null, waitingFor: null, spec };
+const job: Job = { id: randomUUID(), owner: 'anonymous', status: 'running', createdAt: new Date().toISOString(), startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal: 1 }, error: null, finding: null, waitingFor: null, spec };
 const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(q * values.length) - 1)]!;
 
 const redis = await startTestRedis();

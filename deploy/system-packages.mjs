@@ -40,6 +40,7 @@ const TEST = [
   { command: 'podman', packages: ['podman'], why: "the container suite builds and runs the image" },
   { command: 'runc', packages: ['runc'], why: "podman's runtime" },
   { command: 'systemd-analyze', packages: ['systemd'], why: "the agent's systemd unit is verified and rated" },
+  { command: 'ansible-playbook', packages: ['ansible-core'], why: "the agents' playbook is checked and run against localhost" },
   { command: 'zsh', packages: ['zsh'], why: '`niclab completion zsh` is sourced into it' },
   { command: 'python3', packages: ['python3'], why: 'the Python client is tested with it' },
   // Apache Otava's own change-point code (test/fixtures/otava) is the reference of the port.

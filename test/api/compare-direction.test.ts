@@ -11,7 +11,7 @@ const spec: JobSpec = {
   idleBaseline: 3, flows: [path, { ...path, test: { kind: 'rr', engine: 'builtin', streams: 1, noDelay: true, rr: { requestSize: 1, responseSize: 1 } } }],
 };
 const job = (id: string, s: JobSpec = spec): Job => ({
-  id, owner: 'anonymous', status: 'succeeded', createdAt: '2026-12-01T00:00:00.000Z', startedAt: null, finishedAt: null, progress: { runsDone: 3, runsTotal: 3 }, error: null, waitingFor: null, spec: s,
+  id, owner: 'anonymous', status: 'succeeded', createdAt: '2026-12-01T00:00:00.000Z', startedAt: null, finishedAt: null, progress: { runsDone: 3, runsTotal: 3 }, error: null, finding: null, waitingFor: null, spec: s,
 });
 const flow = (flowIndex: number, f: Partial<FlowResult>): FlowResult => ({
   flowIndex, direction: 'forward', ...path, sender: null, receiver: null, bitsPerSecond: null, retransmits: null, udp: null, rr: null, intervals: [],

@@ -13,7 +13,7 @@ import { seededRandom as random } from '../helpers/random.js';
 const path = { from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } };
 const base: JobSpec = { engine: 'builtin', test: 'stream', protocol: 'tcp', retries: 0, duration: 10, bufferLength: 131072, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 3, flows: [path] };
 const job = (id: string, spec: JobSpec): Job => ({
-  id, owner: 'anonymous', status: 'succeeded', createdAt: '2026-12-01T00:00:00.000Z', startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal: 0 }, error: null, waitingFor: null, spec,
+  id, owner: 'anonymous', status: 'succeeded', createdAt: '2026-12-01T00:00:00.000Z', startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal: 0 }, error: null, finding: null, waitingFor: null, spec,
 });
 const flow = (flowIndex: number, f: Partial<FlowResult>): FlowResult => ({
   flowIndex, direction: 'forward', ...path, sender: null, receiver: null, bitsPerSecond: null, retransmits: null, udp: null, rr: null, intervals: [],

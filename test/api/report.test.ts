@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import type { EndFigures, FlowResult, Job, Run } from '@niclab/shared/domain/contract';
 import { endFigures } from '@niclab/shared/domain/figures';
 import { buildReport, reportCsv, reportTable } from '@niclab/shared/domain/report';
+import { findingText, jobFinding } from '@niclab/shared/domain/finding';
 import { halfWidthPercent, summarize, tQuantile, welch } from '@niclab/shared/domain/statistics';
 import { FIGURE_DOMAINS } from '@niclab/shared/domain/figure-domains';
 
@@ -60,7 +61,7 @@ const flowResult = (flowIndex: number, from: string, sender: EndFigures, receive
 });
 const job: Job = {
   id: '00000000-0000-4000-8000-00000000000a', owner: 'anonymous', status: 'succeeded', createdAt: '2026-11-30T00:00:00.000Z', startedAt: '2026-11-30T00:00:01.000Z', finishedAt: '2026-11-30T00:02:00.000Z',
-  progress: { runsDone: 2, runsTotal: 2 }, error: null, waitingFor: null,
+  progress: { runsDone: 2, runsTotal: 2 }, error: null, finding: null, waitingFor: null,
   spec: { engine: 'builtin', test: 'stream', retries: 0, protocol: 'tcp', flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }, { from: { agent: 'B', interface: 'eth1' }, to: { agent: 'D', interface: 'eth1' } }], duration: 60, bufferLength: 4096, streams: 1, noDelay: false, direction: 'forward', interval: 1, repeat: 2 },
 };
 const run = (index: number, a: [EndFigures, EndFigures], b: [EndFigures, EndFigures]): Run => ({
@@ -140,5 +141,32 @@ describe('comparison', () => {
     assert.deepEqual(other.variedByUser, ['engine']);
     assert.ok(other.environmentDifferences.every((d) => d.field === 'engineVersion' && d.variedByUser));
     assert.equal(other.points[0]!.environmentFlagged, false);
+  });
+});
+
+describe("a job's finding, for the job list", () => {
+  const bottleneck = (verdict: 'link' | 'receiver CPU') => ({ verdict, reason: `${verdict}: synthetic`, evidence: {}, confident: true });
+  const sweepJob: Job = { ...job, spec: { ...job.spec, flows: [job.spec.flows[0]!], sweep: { bufferLength: [4096, 65536] } } };
+  const at = (index: number, bufferLength: number, bits: number, verdict: 'link' | 'receiver CPU'): Run => ({
+    ...runs[0]!, id: `00000000-0000-4000-8000-00000000020${index}`, index, point: { bufferLength }, repetition: 1,
+    flows: [{ ...runs[0]!.flows[0]!, bitsPerSecond: bits, bottleneck: bottleneck(verdict) }],
+  });
+  const swept = [at(0, 4096, 100e6, 'receiver CPU'), at(1, 65536, 300e6, 'receiver CPU'), at(2, 4096, 110e6, 'receiver CPU'), at(3, 65536, 320e6, 'link'), at(4, 65536, 310e6, 'link')];
+
+  test("a sweep's best point: its total mean, where, and the verdict most of its legs gave", () => {
+    const found = jobFinding(sweepJob, swept)!;
+    assert.deepEqual(found, { from: 'point', figure: 'bitsPerSecond', unit: 'bits/s', value: (300e6 + 320e6 + 310e6) / 3, point: { bufferLength: 65536 }, verdict: 'link', reason: 'link: synthetic' });
+    assert.deepEqual(findingText(found), { found: '310.00 Mbit/s at bufferLength=65536', verdict: 'link' });
+  });
+
+  test('a round trip is best when lowest; nothing measured is no finding', () => {
+    const rttJob: Job = { ...sweepJob, spec: { ...sweepJob.spec, test: 'probe' } };
+    const probe = (run: Run, seconds: number): Run => ({ ...run, flows: [{ ...run.flows[0]!, bottleneck: null, probe: { loaded: { rttSeconds: { p50: seconds } } } } as unknown as FlowResult] });
+    const report = buildReport(rttJob, [probe(swept[0]!, 0.002), probe(swept[1]!, 0.001)]);
+    assert.equal(report.headline.name, 'rttP50Seconds');
+    const found = jobFinding(rttJob, [probe(swept[0]!, 0.002), probe(swept[1]!, 0.001)]);
+    assert.deepEqual([found?.value, found?.point, found?.verdict], [report.points.find((p) => p.point.bufferLength === 65536)!.total.rttP50Seconds!.mean, { bufferLength: 65536 }, null]);
+    assert.equal(jobFinding(sweepJob, swept.map((r) => ({ ...r, status: 'failed', flows: [], error: { code: 'engine_failed', message: 'x' } }))), null);
+    assert.deepEqual(findingText(null), { found: '-', verdict: '-' });
   });
 });

@@ -14,8 +14,8 @@ import { stackPerFile, type Stack } from '../helpers/stack.js';
 let stack: Stack;
 stackPerFile({}, (s) => (stack = s));
 
-/** The bundle's budget: every module the page loads, before compression. */
-const BUNDLE_BUDGET_BYTES = 48 * 1024;
+/** The bundle's budget: every module the page loads, before compression (52 KiB since it acts: the new-job form). */
+const BUNDLE_BUDGET_BYTES = 64 * 1024;
 
 test('GET /ui is the page: HTML, revalidated, a CSP that keeps it to this API', async () => {
   const res = await request(stack.app).get('/ui').expect(200);
@@ -66,13 +66,20 @@ test('a file the page does not have is a problem+json 404, and nothing outside i
   }
 });
 
-test('the page reads only the public API: every API path in its source is a GET operation of openapi.yaml', () => {
+test('the page uses only the public API: every path in its source is an operation of openapi.yaml, each write one with that method', () => {
   const root = fileURLToPath(new URL('../../services/api/ui/src/', import.meta.url));
   const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-  const paths = files.flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/['`](\/v1\/[^'`?]*)/g)].map((m) => m[1]!.replace(/\$\{[^}]*\}/g, 'X')));
+  const source = files.map((f) => readFileSync(join(root, f), 'utf8')).join('\n');
+  const template = (path: string) => path.replace(/\$\{[^}]*\}/g, 'X');
+  const paths = [...source.matchAll(/['`](\/v1\/[^'`?]*)/g)].map((m) => template(m[1]!));
   assert.ok(paths.length >= 6, paths.join(' '));
   const doc = loadOpenApi().doc as unknown as { paths: Record<string, Record<string, unknown>> };
-  const gets = Object.entries(doc.paths).filter(([, item]) => 'get' in item).map(([template]) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`));
-  for (const path of paths) assert.ok(gets.some((re) => re.test(path)), `${path} is not a GET of openapi.yaml`);
-  assert.doesNotMatch(files.map((f) => readFileSync(join(root, f), 'utf8')).join('\n'), /method:\s*['"](POST|PUT|PATCH|DELETE)/i, 'the page changes nothing');
+  const operations = Object.entries(doc.paths).map(([t, item]) => ({ re: new RegExp(`^${t.replace(/\{[^}]+\}/g, '[^/]+')}$`), methods: Object.keys(item) }));
+  const has = (method: string, path: string) => operations.some((o) => o.re.test(path) && o.methods.includes(method));
+  for (const path of paths) assert.ok(has('get', path) || has('post', path) || has('delete', path), `${path} is not an operation of openapi.yaml`);
+  // Every change goes through sendJson(METHOD, path); the page has no other way to send one.
+  const writes = [...source.matchAll(/sendJson(?:<[^>]*>)?\('(POST|DELETE)', [`'](\/v1\/[^`'?]*)/g)].map((m) => [m[1]!.toLowerCase(), template(m[2]!)] as const);
+  assert.deepEqual(new Set(writes.map(([m]) => m)), new Set(['post', 'delete']), writes.join(' '));
+  for (const [method, path] of writes) assert.ok(has(method, path), `${method.toUpperCase()} ${path} is not an operation of openapi.yaml`);
+  assert.equal([...source.matchAll(/method:\s*['"](POST|PUT|PATCH|DELETE)/gi)].length, 0, 'no request method but sendJson\'s');
 });

@@ -24,6 +24,8 @@ import { markItems, parseSvg } from '../helpers/svg.js';
 const CHROMIUM = '/usr/bin/chromium';
 const skip = skipUnlessProvided(!existsSync(CHROMIUM) && `needs Debian's chromium at ${CHROMIUM} (apt-get install chromium)`);
 const OUT = fileURLToPath(new URL('../../test-output/ui/', import.meta.url));
+/** axe-core's browser build, run in each page for the accessibility scan. */
+const AXE = fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url));
 
 const user = newToken();
 const lo = { agent: 'ui', interface: 'lo' };
@@ -142,13 +144,19 @@ describe('/ui in chromium', { skip }, () => {
     assert.equal(finished.status, 'succeeded');
     // The list polls every 5 s; within 2 s only the event stream can have said so.
     await row.locator('[data-status="succeeded"]').waitFor({ timeout: 2000 });
-    assert.equal(await row.locator('td').nth(2).textContent(), '2/2');
+    assert.equal(await row.locator('td').nth(4).textContent(), '2/2');
+    // What it found, beside its status, as soon as it ended: the best point's total, in Mbit/s.
+    const { finding } = (await niclab.client.job(watched)).body;
+    await row.locator('td.found', { hasText: `${(finding.value / 1e6).toFixed(2)} Mbit/s at bufferLength=${finding.point.bufferLength}` }).waitFor({ timeout: 2000 });
+    assert.equal(await row.locator('td.verdict').textContent(), finding.verdict ?? '–');
     await job.page.locator('#job-status [data-status="succeeded"]').waitFor({ timeout: 2000 });
     const progress = await job.page.evaluate('window.progressSeen') as string[];
     assert.deepEqual(progress.slice(-2), ['1/2 runs', '2/2 runs'], `the progress shown: ${progress.join(', ')}`);
 
     await job.page.locator('#report-chart > svg').waitFor();
     const { body: report } = await niclab.client.call('getReport', 'GET', `/v1/jobs/${watched}/report`);
+    const best = Math.max(...report.points.map((p: { total: { bitsPerSecond: { mean: number } } }) => p.total.bitsPerSecond.mean));
+    assert.equal(finding.value, best, 'the list shows the best point of the report');
     const means = markItems(await figure(job.page, '#report-chart'), 'means', 'symbol');
     assert.equal(means.length, 2);
     for (const [i, p] of report.points.entries()) {
@@ -261,6 +269,148 @@ describe('/ui in chromium', { skip }, () => {
     // The means as the change point was found: 4 runs after the step (minSegment), of the 6 since.
     assert.match(await page.locator('#change').textContent() ?? '', /100\.\d\d Mbit\/s over 12 runs, then (89|90)\.\d\d Mbit\/s over the 4 after it/);
     await close(page, errors, 'changes');
+  });
+
+  /** The job the form submitted: the keyboard test starts from its spec (#/new?from=ID). */
+  let formJob: string;
+  test('new job: flows from the live inventory, the spec shown and edited, submitted; it runs, its live chart and table appear', async () => {
+    const { page, errors } = await open('/new');
+    await page.locator('#f-flow-0-from option[value*="ui2"]').first().waitFor({ state: 'attached' });
+    // Every interface the inventory has is offered, on both ends.
+    const { body: agents } = await niclab.client.call('listAgents', 'GET', '/v1/agents');
+    const offered = await page.locator('#f-flow-0-from option').allTextContents();
+    assert.deepEqual(offered.sort(), agents.items.flatMap((a: { id: string; interfaces: { name: string; operstate: string }[] }) => a.interfaces.map((i) => `${a.id}:${i.name}${i.operstate === 'down' ? ' (down)' : ''}`)).sort());
+    await page.selectOption('#f-flow-0-from', { label: 'ui:lo' });
+    await page.selectOption('#f-flow-0-to', { label: 'ui:lo' });
+    await page.fill('#f-duration', '3');
+    await page.dispatchEvent('#f-duration', 'change');
+    await page.selectOption('#f-protocol', 'tcp');
+    const shown = JSON.parse(await page.inputValue('#f-spec'));
+    assert.deepEqual([shown.duration, shown.protocol, shown.flows], [3, 'tcp', [{ from: lo, to: lo }]]);
+    assert.equal(shown.udp, undefined, 'the UDP fields are off for TCP');
+    // What the form has no field for is typed into the JSON: it is what is sent.
+    await page.fill('#f-spec', JSON.stringify({ ...shown, interval: 0.25, labels: { from: 'ui-form' } }, null, 2));
+    await page.click('#job-submit');
+    await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
+    const id = new URL(page.url()).hash.split('/')[2]!;
+    const { body: stored } = await niclab.client.job(id);
+    assert.deepEqual([stored.spec.duration, stored.spec.interval, stored.spec.labels, stored.owner], [3, 0.25, { from: 'ui-form' }, 'lab'], 'the job is the JSON sent, with the page\'s token');
+    await page.waitForFunction(() => (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll('.live-chart circle.sample').length >= 3, undefined, { timeout: 30_000 });
+    await page.locator('#report-table').waitFor({ timeout: 30_000 });
+    const { body: report } = await niclab.client.call('getReport', 'GET', `/v1/jobs/${id}/report`);
+    assert.equal(await page.locator('#report-table tbody tr').first().locator('td').nth(2).textContent(), (report.points[0].flows[0].bitsPerSecond.mean / 1e6).toFixed(2));
+    // Repeat makes the same job again: a new id, the same spec.
+    await page.click('#job-repeat');
+    await page.waitForURL((url) => /#\/jobs\/[0-9a-f-]{36}$/.test(url.hash) && !url.hash.endsWith(id));
+    const again = new URL(page.url()).hash.split('/')[2]!;
+    formJob = id;
+    assert.deepEqual((await niclab.client.job(again)).body.spec, stored.spec);
+    await niclab.client.finish(again, 60_000);
+    await close(page, errors, 'new-job');
+  });
+
+  test('a bad field shows the API\'s problem beside its control; a running job is canceled from its page', async () => {
+    const { page, errors } = await open('/new');
+    await page.locator('#f-flow-0-from option').first().waitFor({ state: 'attached' });
+    await page.fill('#f-duration', '0.1');
+    await page.dispatchEvent('#f-duration', 'change');
+    const spec = JSON.parse(await page.inputValue('#f-spec'));
+    await page.fill('#f-spec', JSON.stringify({ ...spec, flows: [{ from: lo, to: { agent: 'nobody', interface: 'lo' } }] }));
+    await page.click('#job-submit');
+    await page.locator('#problems li').first().waitFor();
+    const listed = await page.locator('#problems li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-field')));
+    assert.ok(listed.includes('body.duration'), listed.join());
+    assert.equal(await page.getAttribute('#f-duration', 'aria-invalid'), 'true');
+    assert.match(await page.textContent('#f-duration-error') ?? '', /0\.5/);
+    assert.equal(new URL(page.url()).hash, '#/new', 'nothing was submitted');
+    // Fixed duration: the API's next word is the unknown agent, on the flow's own control.
+    await page.fill('#f-spec', JSON.stringify({ ...spec, duration: 1, flows: [{ from: lo, to: { agent: 'nobody', interface: 'lo' } }] }));
+    await page.click('#job-submit');
+    await page.locator('#problems li[data-field="body.flows[0].to.agent"]').waitFor();
+    assert.match(await page.textContent('#f-flow-0-to-error') ?? '', /not registered/);
+    // The edited JSON shows in the form: the flow's end is the one sent, said to be unknown.
+    assert.equal(await page.locator('#f-flow-0-to option:checked').textContent(), 'nobody:lo (not registered)');
+    assert.equal(await page.inputValue('#f-duration'), '1');
+    assert.equal(await page.getAttribute('#f-duration', 'aria-invalid'), null, 'the earlier error is gone');
+    await close(page, errors, 'new-job-problem', /status of 422/);
+
+    const long = await niclab.client.submit({ duration: 60, flows: [{ from: lo, to: lo }] });
+    const job = await open(`/jobs/${long.body.id}`);
+    await job.page.locator('#job-status [data-status="running"]').waitFor({ timeout: 30_000 });
+    await job.page.click('#job-cancel');
+    await job.page.locator('#job-status [data-status="canceled"]').waitFor({ timeout: 10_000 });
+    assert.equal((await niclab.client.job(long.body.id)).body.status, 'canceled');
+    await job.page.locator('#job-repeat').waitFor();
+    await close(job.page, job.errors, 'job-canceled');
+  });
+
+  test('schedules: created from the form, paused, resumed and deleted from the list', async () => {
+    const { page, errors } = await open('/new');
+    await page.locator('#f-flow-0-from option').first().waitFor({ state: 'attached' });
+    await page.selectOption('#f-flow-0-from', { label: 'ui:lo' });
+    await page.selectOption('#f-flow-0-to', { label: 'ui2:lo' });
+    await page.fill('#s-name', 'from-the-page');
+    await page.fill('#s-everySeconds', '3600');
+    await page.click('#schedule-create');
+    await page.waitForURL(/#\/schedules$/);
+    const row = page.locator('#schedules tbody tr', { hasText: 'from-the-page' });
+    await row.waitFor();
+    const { body: made } = await niclab.client.call('getSchedule', 'GET', '/v1/schedules/from-the-page');
+    assert.deepEqual([made.everySeconds, made.owner, made.spec.flows.length], [3600, 'lab', 1]);
+    await row.locator('button[data-action="pause"]').click();
+    await row.locator('td', { hasText: /^yes$/ }).waitFor();
+    assert.equal((await niclab.client.call('getSchedule', 'GET', '/v1/schedules/from-the-page')).body.paused, true);
+    await row.locator('button[data-action="resume"]').click();
+    await row.locator('td', { hasText: /^no$/ }).waitFor();
+    assert.equal((await niclab.client.call('getSchedule', 'GET', '/v1/schedules/from-the-page')).body.paused, false);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.locator('button[data-action="delete"]').click();
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await niclab.client.call('getSchedule', 'GET', '/v1/schedules/from-the-page')).status, 404);
+    // A schedule without a cadence is refused, the field named beside its control.
+    await page.goto(`${niclab.client.base}/ui#/new`);
+    await page.locator('#f-flow-0-from option').first().waitFor({ state: 'attached' });
+    await page.fill('#s-name', 'no-cadence');
+    await page.click('#schedule-create');
+    await page.locator('#problems li').first().waitFor();
+    assert.ok(await page.locator('#problems li[data-field^="body.cron"], #problems li[data-field^="body.everySeconds"]').count() >= 1, await page.textContent('#problems') ?? '');
+    await close(page, errors, 'schedules-actions', /status of 422/);
+  });
+
+  test('keyboard only: Tab reaches every control of the form in order, Enter submits; axe finds no violation on any page', async () => {
+    // Started from the form's earlier job ("Edit as a new job"): its flows and fields filled in.
+    const { page, errors } = await open(`/new?from=${formJob}`);
+    await page.locator('#f-flow-0-from option').first().waitFor({ state: 'attached' });
+    assert.deepEqual([await page.inputValue('#f-duration'), JSON.parse(await page.inputValue('#f-spec')).interval], ['3', 0.25]);
+    const controls = await page.locator('#new-job :is(input, select, textarea, button):not([disabled])').evaluateAll((els) => els.map((e) => e.id || e.textContent));
+    const reached: string[] = [];
+    await page.focus('#token-forget');
+    for (let i = 0; i < 60 && reached.at(-1) !== 'job-submit'; i++) {
+      await page.keyboard.press('Tab');
+      reached.push(await page.evaluate(() => { const a = (globalThis as unknown as { document: { activeElement: { id: string; textContent: string } | null } }).document.activeElement; return a ? a.id || a.textContent : ''; }));
+    }
+    const formOrder = controls.slice(0, controls.indexOf('job-submit') + 1);
+    assert.deepEqual(reached.filter((r) => formOrder.includes(r)), formOrder, `reached: ${reached.join(', ')}`);
+    await page.keyboard.press('Enter');
+    await Promise.race([page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/), page.locator('#problems li').first().waitFor().then(async () => assert.fail(await page.textContent('#problems') ?? ''))]);
+    const id = new URL(page.url()).hash.split('/')[2]!;
+    await niclab.client.finish(id, 60_000);
+    await page.context().close();
+    assert.deepEqual(errors, []);
+
+    const axe = await readFile(AXE, 'utf8');
+    for (const [hash, ready] of [['/new', '#f-flow-0-from option'], ['/jobs', '#jobs tbody tr'], [`/jobs/${id}`, '#report-table'], ['/schedules', 'h1'], ['/agents', 'section.agent'], ['/compare', 'h1'], ['/changes', 'h1']] as const) {
+      const { page: p, errors: e } = await open(hash);
+      await p.locator(ready).first().waitFor({ state: 'attached' });
+      await p.evaluate(axe);
+      const violations = await p.evaluate(async () => {
+        const { axe: run } = globalThis as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } };
+        const result = await run.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+        return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      });
+      assert.deepEqual(violations, [], `axe on #${hash}`);
+      await close(p, e, `axe-${hash.split('/')[1]}`);
+    }
   });
 
   test('the schedules page lists a schedule with its cadence', async () => {

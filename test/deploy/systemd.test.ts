@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
-import { waitFor } from '../helpers/processes.js';
+import { terminate, waitFor } from '../helpers/processes.js';
 import { NOT_ROOT, skipUnlessProvided } from '../helpers/skip.js';
 
 /**
@@ -83,11 +83,7 @@ describe('deploy/systemd/niclab-agent.service', { skip: skipUnlessProvided(syste
     let niclab: TestNiclab;
     let agent: ReturnType<typeof spawn> | undefined;
     after(async () => {
-      if (agent && agent.exitCode === null) {
-        const exited = new Promise((resolve) => agent!.once('exit', resolve));
-        agent.kill('SIGTERM');
-        await exited;
-      }
+      await terminate(agent);
       await niclab?.stop();
     });
 

@@ -152,6 +152,8 @@ test('a rate search through the API: defaults stored, trials are runs at their o
   const pps = result.found.packetsPerSecond;
   binarySearch = { id: job.id, found: pps, high: result.bracket.high };
   assert.deepEqual(result.found, { packetsPerSecond: pps, bitsPerSecond: pps * 200 * 8, wireBitsPerSecond: pps * 266 * 8, totalPacketsPerSecond: pps });
+  // The job list's line: the found rate per flow, and what failed above it (or max, when nothing did).
+  assert.deepEqual([job.finding.from, job.finding.value, job.finding.point, job.finding.verdict], ['search', pps * 200 * 8, {}, result.limitedBy ?? result.stoppedBy]);
   // An unloaded host passes max at once; a loaded one may have found a sender short of it.
   if (result.stoppedBy === 'max') assert.equal(job.runs.length, 2);
   else assert.equal(result.stoppedBy, 'resolution', JSON.stringify(result.trials));
@@ -295,6 +297,7 @@ test("a sender stopped (SIGSTOP) through its trial's end is niclab's limit: that
   assert.deepEqual([second.packetsPerSecond, second.duration, second.attempt, second.void], [first.packetsPerSecond, first.duration, 2, []], 'the same trial again, measured');
   // The answer without a stall (the test above on the same loopback): max is the lower bound.
   assert.deepEqual([result.state, result.goals[0].relevantLowerBound.packetsPerSecond, result.goals[0].irregular], ['done', 500, 'no_upper_bound']);
+  assert.deepEqual([job.finding.from, job.finding.value, job.finding.verdict], ['mlrsearch', result.goals[0].conditionalThroughput.bitsPerSecond, 'irregular']);
   console.log(`stalled trial: ${first.void.map((v: { why: string }) => v.why).join('; ')}`);
 });
 

@@ -50,6 +50,11 @@ test('niclab run --mesh LABELS:IFACE -t N --wait: a progress line per pair, then
     const cell = rows[from!]![to!]!;
     assert.equal(cell.split(' ')[0], (run.flows[0].bitsPerSecond / 1e6).toFixed(2), `${run.flows[0].from.agent} -> ${run.flows[0].to.agent}`);
   }
+  // The job list's line is the weakest pair: the lowest of the six runs' rates (one run per pair).
+  const slowest = job.runs.reduce((a: any, r: any) => (r.flows[0].bitsPerSecond < a.flows[0].bitsPerSecond ? r : a));
+  assert.equal(job.finding.from, 'pair');
+  assert.equal(job.finding.value, slowest.flows[0].bitsPerSecond);
+  assert.match(job.finding.reason, new RegExp(`^the weakest of 6 measured pairs: ${slowest.flows[0].from.agent}:lo -> ${slowest.flows[0].to.agent}:lo`));
 });
 
 test('niclab run --disjoint A --disjoint B and schedules create --star CENTER --star MEMBERS send those groups; usage errors exit 2', async () => {

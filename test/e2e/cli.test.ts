@@ -102,8 +102,16 @@ test('jobs, job, agents, report --csv, compare, cancel and schedules', async () 
   const b = (await niclabCli('run', ...loop, '-t', '0.5', '--interval', '0.5', '--repeat', '2', '--wait')).stdout;
   assert.ok(a && b);
   const jobs = await niclabCli('jobs', '--limit', '3');
-  assert.match(jobs.stdout, /^id\s+status\s+created\s+engine\s+runs\s+flows$/m);
+  assert.match(jobs.stdout, /^id\s+status\s+found\s+verdict\s+created\s+engine\s+runs\s+flows$/m);
   assert.match(jobs.stdout, new RegExp(`^${a}\\s+\\w+`, 'm'));
+  // The finished job's line says what it found: its report's total, in Mbit/s, and the verdict most of its legs gave.
+  const waited = JSON.parse((await niclabCli('jobs', '--json', '--limit', '1')).stdout).items[0];
+  const report = JSON.parse((await niclabCli('report', waited.id, '--json')).stdout);
+  const verdicts = JSON.parse((await niclabCli('job', waited.id, '--json')).stdout).runs.map((r: { flows: { bottleneck: { verdict: string } | null }[] }) => r.flows[0]!.bottleneck?.verdict ?? '-');
+  assert.equal(waited.finding.value, report.points[0].total.bitsPerSecond.mean);
+  assert.ok(verdicts.includes(waited.finding.verdict ?? '-'), `${waited.finding.verdict} among ${verdicts}`);
+  const shownLine = new RegExp(`^${waited.id}\\s+succeeded\\s+${(waited.finding.value / 1e6).toFixed(2)} Mbit/s\\s+${waited.finding.verdict ?? '-'}\\s`, 'm');
+  assert.match(jobs.stdout, shownLine);
   const job = await niclabCli('job', a);
   assert.match(job.stdout, /^run\s+point\s+rep\s+status\s+throughput\s+error$/m);
   const agents = await niclabCli('agents');

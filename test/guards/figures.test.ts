@@ -16,7 +16,7 @@ import { COLUMNS, HISTORY_COLUMNS } from '@niclab/shared/domain/figures/columns'
  * reference test that exists.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const RESULTS = ['FlowResult', 'RunSummary', 'Report', 'Comparison', 'MatrixCell', 'ChangePoint', 'ChangeSeries'];
+const RESULTS = ['FlowResult', 'RunSummary', 'Report', 'Comparison', 'MatrixCell', 'ChangePoint', 'ChangeSeries', 'JobFinding'];
 /** A figure's statistics over repeated runs are one field, the figure's. */
 const SUMMARIES = new Set(['RepeatSummary', 'NullableRepeatSummary']);
 

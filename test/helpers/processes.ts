@@ -113,3 +113,11 @@ export async function enginesOf(parents: number[], timeoutMs = 20_000, why?: () 
   }
 }
 
+
+/** Sends SIGTERM to a child a test started, if it still runs, and waits until it has exited. */
+export async function terminate(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}

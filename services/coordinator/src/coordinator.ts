@@ -14,6 +14,7 @@ import { Keys } from '@niclab/shared/stores/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
+import { jobFinding } from '@niclab/shared/domain/finding';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { RetryPolicy } from './retry-policy.js';
 import { RedisGaps } from './liveness-watch.js';
@@ -221,7 +222,9 @@ export class Coordinator {
   private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
     const finishedAt = new Date().toISOString();
     const { pairs } = campaignOf(job.spec).jobEnd(job.spec, finished.values());
-    await this.store.transition(job.id, ['running'], error ? 'failed' : 'succeeded', { finishedAt, error, pairs });
+    const status = error ? 'failed' : 'succeeded';
+    const finding = jobFinding({ ...job, status, ...(pairs ? { pairs } : {}) }, [...finished.values()]);
+    await this.store.transition(job.id, ['running'], status, { finishedAt, error, pairs, finding });
     const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
     log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns, ...(pairs ? { pairsMeasured: pairs.measured, pairsFailed: pairs.failed } : {}) }, 'job finished');
   }

@@ -37,6 +37,34 @@ async function send(path: string, accept: string, signal?: AbortSignal): Promise
   return res;
 }
 
+/** The methods the page changes things with (test/api/ui.test.ts holds each call to an operation of openapi.yaml). */
+export type WriteMethod = 'POST' | 'DELETE';
+
+/** A request that changes something (submit, cancel, pause, delete): JSON in, JSON (or nothing) out; errors as ApiError. */
+export async function sendJson<T>(method: WriteMethod, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: { ...headers('application/json'), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  if (!res.ok) throw new ApiError(res.status, (parsed ?? {}) as ApiError['problem']);
+  return parsed as T;
+}
+
+/**
+ * The request that makes a stored job again: its spec as stored (defaults filled in), a
+ * group's flows as the group it was expanded from (`group` is the server's, read-only), its
+ * labels but those a schedule's firing was given.
+ */
+export function repeatRequest(job: Job): Record<string, unknown> {
+  const { group, labels, ...spec } = job.spec;
+  // A schedule's firing is labelled by the server with its schedule; a repeat is not one.
+  const { schedule: _schedule, scheduledFor: _for, ...own } = labels ?? {};
+  return { ...spec, ...(Object.keys(own).length ? { labels: own } : {}), flows: group ?? spec.flows };
+}
+
 export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
   return (await send(path, 'application/json', signal)).json() as Promise<T>;
 }

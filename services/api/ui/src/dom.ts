@@ -1,3 +1,4 @@
+import type { components } from '@niclab/shared/generated/openapi';
 /** A few DOM helpers: no framework, elements are built and replaced directly. */
 type Child = Node | string | number | null | undefined | false;
 
@@ -34,4 +35,21 @@ export function inlineSvg(text: string): Element {
   if (svg.nodeName !== 'svg') throw new Error('the chart is not an SVG');
   for (const script of svg.querySelectorAll('script, foreignObject')) script.remove();
   return document.importNode(svg, true);
+}
+
+type Finding = components['schemas']['JobFinding'];
+/** Each headline figure in the unit a person reads it in. */
+const FINDING_UNITS: Record<Finding['figure'], { scale: number; unit: string; digits: number }> = {
+  bitsPerSecond: { scale: 1e6, unit: 'Mbit/s', digits: 2 },
+  transactionsPerSecond: { scale: 1, unit: 'transactions/s', digits: 1 },
+  rttP50Seconds: { scale: 1e-3, unit: 'ms', digits: 3 },
+};
+
+/** What an ended job found (its `finding`), as the job list shows it: the figure and where, the verdict, and why. */
+export function findingText(finding: Finding | null): { found: string; verdict: string; reason: string | null } {
+  if (!finding) return { found: '–', verdict: '–', reason: null };
+  const { scale, unit, digits } = FINDING_UNITS[finding.figure];
+  const where = Object.entries(finding.point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ');
+  const perFlow = finding.from === 'search' || finding.from === 'mlrsearch' ? ' per flow' : '';
+  return { found: `${(finding.value / scale).toFixed(digits)} ${unit}${perFlow}${where ? ` at ${where}` : ''}`, verdict: finding.verdict ?? '–', reason: finding.reason };
 }

@@ -6,9 +6,10 @@ import { changesPage } from './pages/changes.js';
 import { comparePage } from './pages/compare.js';
 import { jobPage } from './pages/job.js';
 import { jobsPage } from './pages/jobs.js';
+import { newJobPage } from './pages/new.js';
 import { schedulesPage } from './pages/schedules.js';
 
-const PAGES: Record<string, Page> = { jobs: jobsPage, job: jobPage, compare: comparePage, agents: agentsPage, schedules: schedulesPage, changes: changesPage };
+const PAGES: Record<string, Page> = { jobs: jobsPage, job: jobPage, new: newJobPage, compare: comparePage, agents: agentsPage, schedules: schedulesPage, changes: changesPage };
 
 const main = document.getElementById('page')!;
 const notice = document.getElementById('notice')!;

@@ -8,6 +8,7 @@ import type { Agent, Job, JobRequest, JobSpec } from '@niclab/shared/domain/cont
 import { historyOpenMetrics, type RunSummary } from '@niclab/shared/stores/results';
 import { pointLabel } from '@niclab/shared/domain/plan';
 import { alignTable } from '@niclab/shared/domain/text-table';
+import { findingText } from '@niclab/shared/domain/finding';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { combineHeadline } from '@niclab/shared/domain/test-kinds/kind';
 import { measuresHeadline } from '@niclab/shared/domain/flow-tests';
@@ -163,9 +164,13 @@ export interface ClientContext {
 const mbit = (bps: number | null | undefined) => (bps === null || bps === undefined ? '-' : `${(bps / 1e6).toFixed(2)} Mbit/s`);
 const short = (id: string) => id.slice(0, 8);
 
+const JOB_COLUMNS = ['id', 'status', 'found', 'verdict', 'created', 'engine', 'runs', 'flows'];
+
+/** A job's line: what it found (its headline figure and verdict) beside its status. */
 function jobLine(j: Job): string[] {
   const flows = j.spec.flows.map((f) => `${f.from.agent}:${f.from.interface}->${f.to.agent}:${f.to.interface}`).join(' ');
-  return [j.id, j.status, j.createdAt.replace(/\.\d+Z$/, 'Z'), `${j.spec.engine}/${j.spec.protocol}/${j.spec.test}`, `${j.progress.runsDone}/${j.progress.runsTotal}`, flows];
+  const { found, verdict } = findingText(j.finding);
+  return [j.id, j.status, found, verdict, j.createdAt.replace(/\.\d+Z$/, 'Z'), `${j.spec.engine}/${j.spec.protocol}/${j.spec.test}`, `${j.progress.runsDone}/${j.progress.runsTotal}`, flows];
 }
 
 /** Writes the figure the API draws to `file` and says where it went. */
@@ -195,13 +200,13 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
         const q = new URLSearchParams({ limit: values.limit ?? '20', ...(values.status ? { status: values.status } : {}) });
         const page = await api.json<{ items: Job[] }>('GET', `/v1/jobs?${q}`);
         if (values.json) return print(page), 0;
-        out(alignTable([['id', 'status', 'created', 'engine', 'runs', 'flows'], ...page.items.map(jobLine)]));
+        out(alignTable([JOB_COLUMNS, ...page.items.map(jobLine)]));
         return 0;
       }
       case 'job': {
         const job = await api.json<Job>('GET', `/v1/jobs/${need(positionals[0], 'a job id')}`);
         if (values.json) return print(job), 0;
-        out(alignTable([['id', 'status', 'created', 'engine', 'runs', 'flows'], jobLine(job)]));
+        out(alignTable([JOB_COLUMNS, jobLine(job)]));
         if (job.error) out(`error: ${job.error.code}: ${job.error.message}`);
         const rows = (job.runs ?? []).map((r) => [String(r.index), pointLabel(r.point), String(r.repetition), r.status, r.flows.map((f) => mbit(f.bitsPerSecond)).join(' + '), r.error ? `${r.error.code}: ${r.error.message}` : '']);
         if (rows.length) out('\n' + alignTable([['run', 'point', 'rep', 'status', 'throughput', 'error'], ...rows]));

@@ -30,7 +30,7 @@ type Flow = Run['flows'][number];
 type Direction = Flow['direction'];
 
 /** The verdict most of the legs gave (the latest on a tie), with that leg's reason. */
-function commonBottleneck(legs: Flow[]): MatrixCell['bottleneck'] {
+export function commonBottleneck(legs: Flow[]): MatrixCell['bottleneck'] {
   const verdicts = legs.map((f) => f.bottleneck).filter((b): b is NonNullable<typeof b> => !!b);
   const count = (verdict: string) => verdicts.filter((b) => b.verdict === verdict).length;
   const chosen = verdicts.reduce<(typeof verdicts)[number] | null>((best, b) => (!best || count(b.verdict) >= count(best.verdict) ? b : best), null);

@@ -1618,8 +1618,42 @@ export interface components {
                 runsTotal: number;
             };
             error: null | components["schemas"]["Error"];
+            /** @description What the job found, once it ended (JobFinding); null while it is queued or running, when it was canceled, and when no run measured its figure. */
+            finding: null | components["schemas"]["JobFinding"];
             /** @description The job's runs in execution order; present on `GET /v1/jobs/{id}`, absent in lists. */
             runs?: components["schemas"]["Run"][];
+        };
+        /**
+         * @description What an ended job found, for a line of the job list: one figure with its unit and where
+         *     it was taken, and what limited it there. The value is a copy of a figure of the job's
+         *     report (`GET /v1/jobs/{id}/report`), taken when the job ended, by `from`:
+         *     - `point`: the sweep point whose `total` headline mean is best (highest for a rate,
+         *       lowest for a round trip); `verdict` is the bottleneck verdict most of that point's
+         *       succeeded legs gave (FlowResult.bottleneck, the latest on a tie), `reason` that leg's.
+         *     - `search` (binary rate search): the first point's `found.bitsPerSecond`, per flow
+         *       (payload); `verdict` is its `limitedBy` (`loss`, `sender`), or its `stoppedBy` when
+         *       nothing failed (`max`).
+         *     - `mlrsearch`: the first goal with a Conditional Throughput, its `bitsPerSecond` per
+         *       flow (payload); `verdict` is `regular`, `irregular` or the search's `stoppedBy`.
+         *     - `pair` (a group): the weakest measured pair's headline mean; `verdict` is that cell's
+         *       bottleneck verdict, `reason` names the pair and how many were measured.
+         */
+        JobFinding: {
+            /** @enum {string} */
+            from: "point" | "search" | "mlrsearch" | "pair";
+            /**
+             * @description The report figure `value` is (its catalogue name).
+             * @enum {string}
+             */
+            figure: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds";
+            /** @description The figure's unit, as the report's headline says it (bits/s, transactions/s, s). */
+            unit: string;
+            value: number;
+            point: components["schemas"]["SweepPoint"];
+            /** @description See above; null when the runs gave none (rr, or no host counters). */
+            verdict: string | null;
+            /** @description One line a person can read, or null. */
+            reason: string | null;
         };
         JobPage: {
             items: components["schemas"]["Job"][];

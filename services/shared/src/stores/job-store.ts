@@ -71,6 +71,8 @@ export interface JobPatch {
   runsTotal?: number;
   /** A group job's pairs, once it ended. */
   pairs?: NonNullable<Job['pairs']>;
+  /** What the job found, once it ended. */
+  finding?: Job['finding'];
 }
 
 /** Jobs and their runs in Redis: one hash per job, lexically sorted indexes for newest-first paging. */
@@ -105,7 +107,7 @@ export class JobStore {
       member, this.keys.job(''), maxActive ?? '', id, ...Object.entries(fields).flat(),
     );
     if (active >= 0) return { active };
-    return { id, status: 'queued', spec, ...(expansion ? { expansion } : {}), owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, waitingFor: null };
+    return { id, status: 'queued', spec, ...(expansion ? { expansion } : {}), owner, createdAt, startedAt: null, finishedAt: null, progress: { runsDone: 0, runsTotal }, error: null, finding: null, waitingFor: null };
   }
 
   async status(id: string): Promise<JobStatus | null> {
@@ -245,6 +247,7 @@ function toJob(row: Record<string, string> | null | undefined): Job | null {
     finishedAt: row.finishedAt || null,
     progress: { runsDone: Number(row.runsDone ?? 0), runsTotal: Number(row.runsTotal ?? 0) },
     error: row.error ? (JSON.parse(row.error) as ErrorInfo) : null,
+    finding: row.finding ? (JSON.parse(row.finding) as NonNullable<Job['finding']>) : null,
     waitingFor: row.waitingFor ? (JSON.parse(row.waitingFor) as string[]) : null,
   };
 }

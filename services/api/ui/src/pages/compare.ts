@@ -8,7 +8,7 @@ const pointText = (point: Record<string, unknown>): string => Object.entries(poi
 const percent = (x: number | null): string => (x === null ? '–' : `${x >= 0 ? '+' : ''}${x.toFixed(2)}%`);
 
 function picker(name: string, jobs: Job[], selected: string | null): HTMLSelectElement {
-  const select = h('select', { name, id: `pick-${name}` }, h('option', { value: '' }, `— ${name} —`));
+  const select = h('select', { name, id: `pick-${name}`, 'aria-label': `${name[0]!.toUpperCase()}${name.slice(1)} job` }, h('option', { value: '' }, `— ${name} —`));
   for (const job of jobs) {
     const first = flowsOf(job)[0];
     const label = `${shortId(job.id)} · ${job.spec.engine} ${job.spec.protocol} · ${first ? `${first.from.agent}:${first.from.interface}→${first.to.agent}:${first.to.interface}` : ''} · ${when(job.finishedAt)}`;

@@ -1,4 +1,4 @@
-import { download, FINAL, flowsOf, getJson, getText, jobEvents, type Job, type Schemas } from '../api.js';
+import { download, FINAL, flowsOf, getJson, getText, jobEvents, repeatRequest, sendJson, type Job, type Schemas } from '../api.js';
 import { h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
 import { LiveChart } from '../live-chart.js';
 import type { PageContext } from '../page.js';
@@ -61,6 +61,29 @@ function matrixTables(report: Report): HTMLElement[] {
 }
 
 /**
+ * What can be done with the job now: cancel it while it is queued or running; once it ended,
+ * make it again as it was (a new job), or start a new job's form from its spec.
+ */
+function actions(job: Job, fail: (e: unknown) => void): HTMLElement[] {
+  const button = (id: string, label: string, act: () => Promise<void>) => {
+    const b = h('button', { type: 'button', id }, label);
+    b.addEventListener('click', () => {
+      b.disabled = true;
+      act().catch(fail).finally(() => void (b.disabled = false));
+    });
+    return b;
+  };
+  if (!FINAL.includes(job.status)) return [button('job-cancel', 'Cancel job', async () => void (await sendJson<Job>('DELETE', `/v1/jobs/${encodeURIComponent(job.id)}`)))];
+  return [
+    button('job-repeat', 'Repeat job', async () => {
+      const again = await sendJson<Job>('POST', '/v1/jobs', repeatRequest(job));
+      location.hash = `#/jobs/${again.id}`;
+    }),
+    h('a', { href: `#/new?from=${job.id}`, id: 'job-edit' }, 'Edit as a new job…'),
+  ];
+}
+
+/**
  * One job. While it runs: its status and progress from its event stream, and the current
  * run's intervals as they are taken. When it is done: the API's figure (`report?format=svg`),
  * the report's table, and downloads.
@@ -75,10 +98,12 @@ export async function jobPage({ root, args, signal, fail }: PageContext): Promis
   const error = h('p', { id: 'job-error', class: 'error' });
   const live = h('section', { id: 'live' });
   const done = h('section', { id: 'done' });
+  const buttons = h('span', { id: 'job-actions' }, ...actions(job, fail));
+  const actionBar = h('p', {}, buttons, ' ', h('a', { href: `#/compare?baseline=${id}` }, 'Compare with another job…'));
   root.replaceChildren(
     h('h1', {}, 'Job ', h('code', {}, id)),
     h('p', {}, status, ' ', bar, ' ', progress, ' · ', specText(job), ' · created ', when(job.createdAt), ' by ', job.owner),
-    h('p', {}, h('a', { href: `#/compare?baseline=${id}` }, 'Compare with another job…')),
+    actionBar,
     error, live, done,
   );
   const showProgress = (p: { runsDone: number; runsTotal: number }) => {
@@ -101,6 +126,7 @@ export async function jobPage({ root, args, signal, fail }: PageContext): Promis
       else if (event.type === 'interval') chart.add(event.runId, event.leg, event.interval);
     }
     job = await getJson<Job>(path, signal);
+    buttons.replaceChildren(...actions(job, fail));
   }
   const [svg, report] = await Promise.all([getText(`${path}/report?format=svg`, 'image/svg+xml', signal), getJson<Report>(`${path}/report`, signal)]);
   done.replaceChildren(

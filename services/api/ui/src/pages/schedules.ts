@@ -1,4 +1,4 @@
-import { getJson, type Schemas } from '../api.js';
+import { getJson, sendJson, type Schemas } from '../api.js';
 import { h, jobLink, table, when } from '../dom.js';
 import type { PageContext } from '../page.js';
 
@@ -6,14 +6,34 @@ type Schedule = Schemas['Schedule'];
 
 const cadence = (s: Schedule): string => (s.cron ? `cron ${s.cron} (${s.timezone ?? 'UTC'})` : `every ${s.everySeconds} s`);
 
-/** Every schedule with its next firing, read again every 10 s. */
-export async function schedulesPage({ root, signal, every }: PageContext): Promise<void> {
+/** A schedule's actions: pause or resume it, delete it (after asking). Each reads the list again. */
+function actions(s: Schedule, reload: () => Promise<void>, fail: (e: unknown) => void): HTMLElement {
+  const path = `/v1/schedules/${encodeURIComponent(s.name)}`;
+  const button = (label: string, act: () => Promise<unknown>) => {
+    const b = h('button', { type: 'button', 'data-action': label.split(' ')[0]!.toLowerCase() }, label);
+    b.addEventListener('click', () => {
+      b.disabled = true;
+      act().then(reload).catch(fail).finally(() => void (b.disabled = false));
+    });
+    return b;
+  };
+  return h('span', { class: 'actions' },
+    s.paused ? button(`Resume ${s.name}`, () => sendJson('POST', `${path}/resume`)) : button(`Pause ${s.name}`, () => sendJson('POST', `${path}/pause`)),
+    ' ',
+    button(`Delete ${s.name}`, async () => {
+      if (confirm(`Delete the schedule ${s.name}? Its jobs stay.`)) await sendJson('DELETE', path);
+    }));
+}
+
+/** Every schedule with its next firing and its actions, read again every 10 s; new ones are made on #/new. */
+export async function schedulesPage({ root, signal, every, fail }: PageContext): Promise<void> {
   const list = h('div');
-  root.replaceChildren(h('h1', {}, 'Schedules'), list);
-  every(10_000, async () => {
+  root.replaceChildren(h('h1', {}, 'Schedules'), h('p', {}, h('a', { href: '#/new' }, 'New schedule…'), ' (a job spec with a name and a cadence)'), list);
+  const load = async () => {
     const { items } = await getJson<{ items: Schedule[] }>('/v1/schedules', signal);
     list.replaceChildren(items.length
-      ? table(['name', 'when', 'paused', 'next firing', 'firings', 'skipped', 'last job', 'owner'], items.map((s) => [s.name, cadence(s), s.paused ? 'yes' : 'no', when(s.nextFireAt), s.firings, s.skipped, s.lastJobId ? jobLink(s.lastJobId) : '–', s.owner]), { id: 'schedules' })
+      ? table(['name', 'when', 'paused', 'next firing', 'firings', 'skipped', 'last job', 'owner', 'actions'], items.map((s) => [s.name, cadence(s), s.paused ? 'yes' : 'no', when(s.nextFireAt), s.firings, s.skipped, s.lastJobId ? jobLink(s.lastJobId) : '–', s.owner, actions(s, load, fail)]), { id: 'schedules' })
       : h('p', {}, 'No schedules.'));
-  });
+  };
+  every(10_000, load);
 }

@@ -798,6 +798,7 @@ export const FIGURES: readonly Figure[] = [
  * above are computed from; their reference is the kernel they were read from).
  */
 export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] = [
+  { fields: ['JobFinding.value'], why: "a copy, for the job list, of the report figure its `figure` and `from` name (a point's total, a search's found rate, a group's weakest cell): that figure's entry holds its reference" },
   { fields: changeFields(['series.goal.lossRatio', 'series.goal.exceedRatio']), why: "a search series' loss goal, as its spec set it" },
   { fields: changeFields(['series.flowIndex', 'before.runs', 'after.runs']), why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
