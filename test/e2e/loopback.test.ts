@@ -231,3 +231,38 @@ test('/metrics: two API replicas over one Redis answer the same, and the figures
     await replica.stop();
   }
 });
+
+test('jobs waiting for one interface get it in submission order (first come first served), each run once', async () => {
+  const redis = createRedis(env.REDIS_URL!);
+  // Held by the test for as long as it may take to queue the four (no one renews it).
+  const leases = new Leases(redis, new Keys(env.NICLAB_PREFIX!), 120_000);
+  try {
+    assert.equal(await leases.acquire('fifo-test-hold', [lo('e2e')]), null);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const submitted = await client.submit({ duration: 0.5, flows: [{ from: lo('e2e'), to: lo('e2e') }], labels: { order: String(i) } });
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      ids.push(submitted.body.id);
+      // 150 ms apart: each job's coordinator asks every 200 ms from when it began to wait, so
+      // after the release the jobs ask in the order 0, 3, 2, 1 (rotated), not 0, 1, 2, 3. Taking
+      // the lease whoever asks first would not come out in submission order.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    // All four wait in the interface's queue before it is free; they ask every 200 ms, in whatever order.
+    const queued = await waitFor('the four jobs in the lease queue', async () => {
+      const queue = await leases.queue(lo('e2e'));
+      return queue.length === 4 ? queue : null;
+    }, 30_000);
+    assert.deepEqual(queued, ids, 'the queue is in submission order');
+    assert.equal(await leases.release('fifo-test-hold', [lo('e2e')]), 1);
+    const jobs = [];
+    for (const id of ids) jobs.push((await client.finish(id, 60_000)).job);
+    for (const job of jobs) assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+    const started = jobs.map((j) => Date.parse(j.runs[0].startedAt));
+    const order = ids.map((id, i) => ({ id, at: started[i]! })).sort((a, b) => a.at - b.at).map((x) => x.id);
+    assert.deepEqual(order, ids, `runs started at ${started.join(', ')}`);
+    assert.deepEqual(jobs.map((j) => j.runs.length), [1, 1, 1, 1]);
+  } finally {
+    redis.disconnect();
+  }
+});

@@ -31,6 +31,15 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'leases-not-in-turn',
+    what: 'a waiter takes free leases whoever is first in their queues: the first to ask after a release wins, not the first to wait',
+    file: 'services/shared/src/stores/leases.ts',
+    from: "  if redis.call('ZRANGE', KEYS[n + i], 0, 0)[1] ~= job then return -i end",
+    to: "  if false then return -i end",
+    tests: ['test/coordinator/leases.test.ts', 'test/e2e/loopback.test.ts'],
+    pattern: 'first come first served',
+  },
+  {
     id: 'ansible-labels-misnamed',
     what: "the playbook writes the host's labels under a name the agent does not read",
     file: 'deploy/ansible/niclab-agent.yml',

@@ -201,8 +201,11 @@ export class Coordinator {
       // Jobs that share interfaces take turns run by run: after a run, a job lets one that
       // waits for the same interfaces go first, so two campaigns submitted together
       // alternate (A B A B) and a drift of the machine falls on both alike.
-      if (run || ranBefore) await this.yieldToWaiters(job.id, targets, signal);
-      if (!(await this.waitForLeases(job.id, runId, targets, signal))) return run;
+      // First come first served: a job's first run waits from its submission, a later run (or
+      // attempt) from now, behind the jobs already waiting (so jobs sharing interfaces take turns).
+      const submitted = Date.parse(job.createdAt);
+      const since = run || ranBefore || !Number.isFinite(submitted) ? Date.now() : submitted;
+      if (!(await this.waitForLeases(job.id, runId, targets, since, signal))) return run;
       try {
         // A job waiting for its first run's leases is still queued; it runs once it holds them.
         if (job.status === 'queued') {
@@ -223,7 +226,13 @@ export class Coordinator {
     const finishedAt = new Date().toISOString();
     const { pairs } = campaignOf(job.spec).jobEnd(job.spec, finished.values());
     const status = error ? 'failed' : 'succeeded';
-    const finding = jobFinding({ ...job, status, ...(pairs ? { pairs } : {}) }, [...finished.values()]);
+    let finding: Job['finding'] = null;
+    try {
+      finding = jobFinding({ ...job, status, ...(pairs ? { pairs } : {}) }, [...finished.values()]);
+    } catch (error) {
+      // The job's end is not held up by its one-line summary: the report has the figures.
+      log.error({ err: error }, 'what the job found could not be worked out');
+    }
     await this.store.transition(job.id, ['running'], status, { finishedAt, error, pairs, finding });
     const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
     log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns, ...(pairs ? { pairsMeasured: pairs.measured, pairsFailed: pairs.failed } : {}) }, 'job finished');
@@ -242,31 +251,29 @@ export class Coordinator {
     return [...ends, ...records.flatMap((agent, i) => (agent?.interfaces ?? []).map((iface) => ({ agent: agents[i]!, interface: iface.name })))];
   }
 
-  /** Gives a job waiting for any of these interfaces the time to take them (its next retry). */
-  private async yieldToWaiters(jobId: string, targets: LeaseTarget[], signal: AbortSignal): Promise<void> {
-    if (signal.aborted || !(await this.leases.othersWaiting(jobId, targets))) return;
-    await sleep(LEASE_RETRY_MS * 2, signal);
-  }
-
   /** Waits until the run holds a lease on every interface it touches; false when the job was canceled first. */
-  private async waitForLeases(jobId: string, runId: string, targets: LeaseTarget[], signal: AbortSignal): Promise<boolean> {
+  private async waitForLeases(jobId: string, runId: string, targets: LeaseTarget[], since: number, signal: AbortSignal): Promise<boolean> {
     let waitingFor: string | null = null;
-    while (!signal.aborted) {
-      const blocked = await this.leases.acquire(runId, targets);
-      if (!blocked) {
-        if (waitingFor) await this.store.setWaiting(jobId, null);
-        return true;
+    // Its places are kept 3 s without its asking again (every 200 ms): a stalled event loop or
+    // a Redis reconnect of a second does not lose them; a coordinator gone for good does.
+    const waiter = { job: jobId, since, stayMs: LEASE_RETRY_MS * 15 };
+    let held = false;
+    try {
+      while (!signal.aborted) {
+        const blocked = await this.leases.acquire(runId, targets, waiter);
+        if (!blocked) return (held = true);
+        const label = `${blocked.target.agent}:${blocked.target.interface}`;
+        if (label !== waitingFor) {
+          waitingFor = label;
+          await this.store.setWaiting(jobId, [label]);
+        }
+        await sleep(LEASE_RETRY_MS, signal);
       }
-      await this.leases.markWaiting(jobId, blocked.target, LEASE_RETRY_MS * 5);
-      const label = `${blocked.target.agent}:${blocked.target.interface}`;
-      if (label !== waitingFor) {
-        waitingFor = label;
-        await this.store.setWaiting(jobId, [label]);
-      }
-      await sleep(LEASE_RETRY_MS, signal);
+      return false;
+    } finally {
+      if (!held) await this.leases.leave(jobId, targets).catch(() => undefined);
+      if (waitingFor) await this.store.setWaiting(jobId, null);
     }
-    if (waitingFor) await this.store.setWaiting(jobId, null);
-    return false;
   }
 
   private queueFor(agentId: string): Queue {

@@ -1593,8 +1593,11 @@ export interface components {
             owner: string;
             status: components["schemas"]["JobStatus"];
             /**
-             * @description The interfaces (`agent:interface`) another run holds and this job waits for, or null.
-             *     A job waiting for its first run's leases stays `queued`.
+             * @description The interfaces (`agent:interface`) this job waits for, or null: another run holds
+             *     it, or a job that began to wait earlier is ahead in its queue. Leases are first come
+             *     first served on each interface: a job's first run waits from its submission, each
+             *     later run from when it asks, so jobs that share interfaces take turns. A job waiting
+             *     for its first run's leases stays `queued`.
              */
             waitingFor: string[] | null;
             spec: components["schemas"]["JobSpec"];

@@ -20,8 +20,10 @@ export class Keys {
 
   /** The lease on one agent's interface; its value is the holding run's id. */
   lease(agentId: string, iface: string): string { return `${this.prefix}:lease:${agentId}:${iface}`; }
-  /** Which job waits for the lease on one agent's interface (refreshed while it waits; short TTL). */
-  leaseWaiter(agentId: string, iface: string): string { return `${this.prefix}:leasewait:${agentId}:${iface}`; }
+  /** The jobs waiting for one interface, first come first: a sorted set, score the time each began to wait (epoch ms). */
+  leaseQueue(agentId: string, iface: string): string { return `${this.prefix}:leasequeue:${agentId}:${iface}`; }
+  /** When each waiter of that queue is gone unless it asks again (a hash: job id -> epoch ms). */
+  leaseQueueAlive(agentId: string, iface: string): string { return `${this.prefix}:leasequeue:${agentId}:${iface}:alive`; }
 
   /** Outcome counts of jobs and of runs, by status. */
   get statsJobs(): string { return `${this.prefix}:stats:jobs`; }
