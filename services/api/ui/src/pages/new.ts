@@ -65,6 +65,13 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   at[parts.at(-1)!] = value;
 }
 
+/** Removes a nested field, when its parent is there. */
+function unsetPath(target: Record<string, unknown>, path: string): void {
+  const parts = path.split('.');
+  const parent = parts.length === 1 ? target : getPath(target, parts.slice(0, -1).join('.'));
+  if (parent && typeof parent === 'object') delete (parent as Record<string, unknown>)[parts.at(-1)!];
+}
+
 function getPath(source: Record<string, unknown>, path: string): unknown {
   return path.split('.').reduce<unknown>((at, part) => (at && typeof at === 'object' ? (at as Record<string, unknown>)[part] : undefined), source);
 }
@@ -83,10 +90,18 @@ class FlowRows {
 
   setInventory(agents: Agent[]): void {
     this.ends = agents.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name, down: i.operstate === 'down' })));
+    // Nothing to choose from: say why, rather than offer empty selects (flows can still be typed into the JSON).
+    this.add.disabled = this.ends.length === 0;
+    if (this.ends.length === 0) this.element.append(h('p', { class: 'hint' }, 'No agent has registered: start one (README, Quick start), then reload this page.'));
+  }
+
+  get count(): number {
+    return this.rows.children.length;
   }
 
   /** A flow row; its ends default to the inventory's first interface that is up (or the flow given). */
   append(flow?: { from: Endpoint; to: Endpoint }): void {
+    if (!flow && this.ends.length === 0) return;
     const n = this.rows.children.length;
     const end = (side: 'from' | 'to', chosen?: Endpoint) => {
       const field = h('select', {}, ...this.ends.map((e) => h('option', { value: JSON.stringify({ agent: e.agent, interface: e.interface }) }, `${endpointLabel(e)}${e.down ? ' (down)' : ''}`)));
@@ -108,6 +123,7 @@ class FlowRows {
       row.remove();
       this.renumber();
       this.changed();
+      this.add.focus(); // the focus was on the button just removed
     });
     this.rows.append(row);
     this.changed();
@@ -134,18 +150,24 @@ class FlowRows {
   }
 
   value(): { from: Endpoint; to: Endpoint }[] {
-    return [...this.rows.querySelectorAll<HTMLElement>('.flow')].map((row) => {
-      const [from, to] = [...row.querySelectorAll('select')].map((s) => JSON.parse(s.value) as Endpoint);
-      return { from: from!, to: to! };
+    return [...this.rows.querySelectorAll<HTMLElement>('.flow')].flatMap((row) => {
+      const [from, to] = [...row.querySelectorAll('select')].map((s) => (s.value ? (JSON.parse(s.value) as Endpoint) : null));
+      return from && to ? [{ from, to }] : [];
     });
   }
 }
 
 /** The problem's fields shown: in the list, and beside each control a field names (else beside the JSON). */
 function showProblem(root: HTMLElement, list: HTMLElement, heading: string, errors: NonNullable<Problem['errors']>): void {
-  for (const el of root.querySelectorAll('[aria-invalid]')) {
+  // A control's own description (the JSON's hint) stays beside its error.
+  const describe = (el: HTMLElement, note?: string) => {
+    const ids = [el.dataset.hint, note].filter(Boolean).join(' ');
+    if (ids) el.setAttribute('aria-describedby', ids);
+    else el.removeAttribute('aria-describedby');
+  };
+  for (const el of root.querySelectorAll<HTMLElement>('[aria-invalid]')) {
     el.removeAttribute('aria-invalid');
-    if (el.getAttribute('aria-describedby')?.endsWith('-error')) el.removeAttribute('aria-describedby');
+    describe(el);
   }
   for (const el of root.querySelectorAll('.field-error')) el.textContent = '';
   list.replaceChildren(
@@ -161,7 +183,7 @@ function showProblem(root: HTMLElement, list: HTMLElement, heading: string, erro
     const note = root.querySelector(`#${target.id}-error`)!;
     note.textContent = [note.textContent, e.message].filter(Boolean).join('; ');
     target.setAttribute('aria-invalid', 'true');
-    target.setAttribute('aria-describedby', note.id);
+    describe(target, note.id);
   }
   list.focus();
 }
@@ -186,16 +208,35 @@ function scheduleFields(): { element: HTMLElement; value(): Record<string, unkno
   };
 }
 
-/** The spec the common fields make: only what the form sets, the API fills in the rest. */
-function specOf(fields: Record<ControlName, Field>, flows: FlowRows): Record<string, unknown> {
-  const spec: Record<string, unknown> = {};
+/**
+ * The spec with the common fields' values: the JSON as it is (all it holds that no field
+ * has: labels, a sweep, a search...), each field's value set in it, an emptied field's
+ * removed (the API fills in its default), `udp` only for UDP. A group typed into the JSON
+ * stays, unless flows were chosen above.
+ */
+function specOf(current: Record<string, unknown>, fields: Record<ControlName, Field>, flows: FlowRows): Record<string, unknown> {
+  const spec = structuredClone(current);
   for (const name of Object.keys(CONTROLS) as ControlName[]) {
     const field = fields[name];
-    if (field.disabled || field.value === '') continue;
+    if (field.disabled || field.value === '') {
+      unsetPath(spec, name);
+      continue;
+    }
     setPath(spec, name, field instanceof HTMLInputElement ? Number(field.value) : field.value);
   }
-  spec.flows = flows.value();
+  if (fields.protocol.value !== 'udp') delete spec.udp;
+  if (flows.count > 0 || !spec.flows || Array.isArray(spec.flows)) spec.flows = flows.value();
   return spec;
+}
+
+/** The JSON as an object, or {} when it is not one (yet). */
+function parsedObject(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 /** The form's fields from a spec (a repeat's): what a control can show; the JSON keeps the rest. */
@@ -220,7 +261,7 @@ export async function newJobPage({ root, query, signal, fail }: PageContext): Pr
   let filling = false;
   const rewrite = () => {
     udpOnly();
-    if (!filling) json.value = JSON.stringify(specOf(fields, flows), null, 2);
+    if (!filling) json.value = JSON.stringify(specOf(parsedObject(json.value), fields, flows), null, 2);
   };
   const fill = (spec: Record<string, unknown>) => {
     filling = true;
@@ -241,18 +282,13 @@ export async function newJobPage({ root, query, signal, fail }: PageContext): Pr
       labelled('f-spec', 'JSON spec', json)),
     h('p', {}, h('button', { type: 'submit', id: 'job-submit', name: 'action', value: 'job' }, 'Submit job')),
     schedule.element);
+  json.dataset.hint = 'f-spec-hint';
   json.setAttribute('aria-describedby', 'f-spec-hint');
   root.replaceChildren(h('h1', {}, 'New job'), problems, form);
   for (const field of Object.values(fields)) field.addEventListener('change', rewrite);
   // An edited JSON shows in the fields it has, so the form never says other than what is sent.
-  json.addEventListener('change', () => {
-    try {
-      const spec = JSON.parse(json.value) as unknown;
-      if (spec && typeof spec === 'object' && !Array.isArray(spec)) fill(spec as Record<string, unknown>);
-    } catch {
-      // Not JSON (yet): submitting says so.
-    }
-  });
+  json.addEventListener('change', () => fill(parsedObject(json.value)));
+  onSubmit(form, { json, problems, schedule, fail });
 
   const agents = (await getJson<{ items: Agent[] }>('/v1/agents', signal)).items;
   flows.setInventory(agents);
@@ -262,17 +298,27 @@ export async function newJobPage({ root, query, signal, fail }: PageContext): Pr
     fill(request);
     json.value = JSON.stringify(request, null, 2);
   } else flows.append();
+}
 
+/**
+ * Submit job, or Create schedule: the button pressed (Enter in a schedule field is the
+ * schedule's), the JSON sent as it is, one request at a time; a refusal's fields shown.
+ */
+function onSubmit(form: HTMLFormElement, { json, problems, schedule, fail }: { json: HTMLTextAreaElement; problems: HTMLElement; schedule: ReturnType<typeof scheduleFields>; fail: (e: unknown) => void }): void {
+  const buttons = () => [...form.querySelectorAll<HTMLButtonElement>('button[type=submit]')];
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const action = ((event as SubmitEvent).submitter as HTMLButtonElement | null)?.value ?? 'job';
+    const focused = document.activeElement;
+    const inSchedule = focused instanceof HTMLInputElement && schedule.element.contains(focused);
+    const action = inSchedule ? 'schedule' : ((event as SubmitEvent).submitter as HTMLButtonElement | null)?.value ?? 'job';
+    let spec: unknown;
+    try {
+      spec = JSON.parse(json.value);
+    } catch (error) {
+      return showProblem(form, problems, 'The JSON spec is not JSON.', [{ field: 'spec', message: (error as Error).message }]);
+    }
+    for (const b of buttons()) b.disabled = true;
     void (async () => {
-      let spec: unknown;
-      try {
-        spec = JSON.parse(json.value);
-      } catch (error) {
-        return showProblem(form, problems, 'The JSON spec is not JSON.', [{ field: 'spec', message: (error as Error).message }]);
-      }
       try {
         if (action === 'schedule') {
           await sendJson('POST', '/v1/schedules', { ...schedule.value(), spec });
@@ -286,6 +332,8 @@ export async function newJobPage({ root, query, signal, fail }: PageContext): Pr
         if (!(error instanceof ApiError) || error.status === 401 || error.status === 403) return fail(error);
         const { title, detail, errors } = error.problem;
         showProblem(form, problems, `HTTP ${error.status} ${title ?? 'The request was refused.'}${detail && detail !== title ? `: ${detail}` : ''}`, errors ?? []);
+      } finally {
+        for (const b of buttons()) b.disabled = false;
       }
     })();
   });

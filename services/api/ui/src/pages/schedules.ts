@@ -8,7 +8,7 @@ const cadence = (s: Schedule): string => (s.cron ? `cron ${s.cron} (${s.timezone
 
 /** A schedule's actions: pause or resume it, delete it (after asking). Each reads the list again. */
 function actions(s: Schedule, reload: () => Promise<void>, fail: (e: unknown) => void): HTMLElement {
-  const path = `/v1/schedules/${encodeURIComponent(s.name)}`;
+  const name = encodeURIComponent(s.name);
   const button = (label: string, act: () => Promise<unknown>) => {
     const b = h('button', { type: 'button', 'data-action': label.split(' ')[0]!.toLowerCase() }, label);
     b.addEventListener('click', () => {
@@ -18,10 +18,10 @@ function actions(s: Schedule, reload: () => Promise<void>, fail: (e: unknown) =>
     return b;
   };
   return h('span', { class: 'actions' },
-    s.paused ? button(`Resume ${s.name}`, () => sendJson('POST', `${path}/resume`)) : button(`Pause ${s.name}`, () => sendJson('POST', `${path}/pause`)),
+    s.paused ? button(`Resume ${s.name}`, () => sendJson('POST', `/v1/schedules/${name}/resume`)) : button(`Pause ${s.name}`, () => sendJson('POST', `/v1/schedules/${name}/pause`)),
     ' ',
     button(`Delete ${s.name}`, async () => {
-      if (confirm(`Delete the schedule ${s.name}? Its jobs stay.`)) await sendJson('DELETE', path);
+      if (confirm(`Delete the schedule ${s.name}? Its jobs stay.`)) await sendJson('DELETE', `/v1/schedules/${name}`);
     }));
 }
 
@@ -29,8 +29,13 @@ function actions(s: Schedule, reload: () => Promise<void>, fail: (e: unknown) =>
 export async function schedulesPage({ root, signal, every, fail }: PageContext): Promise<void> {
   const list = h('div');
   root.replaceChildren(h('h1', {}, 'Schedules'), h('p', {}, h('a', { href: '#/new' }, 'New schedule…'), ' (a job spec with a name and a cadence)'), list);
+  // Drawn again only when a schedule changed, so a focused button is not taken from under the keyboard.
+  let shown = '';
   const load = async () => {
     const { items } = await getJson<{ items: Schedule[] }>('/v1/schedules', signal);
+    const now = JSON.stringify(items);
+    if (now === shown) return;
+    shown = now;
     list.replaceChildren(items.length
       ? table(['name', 'when', 'paused', 'next firing', 'firings', 'skipped', 'last job', 'owner', 'actions'], items.map((s) => [s.name, cadence(s), s.paused ? 'yes' : 'no', when(s.nextFireAt), s.firings, s.skipped, s.lastJobId ? jobLink(s.lastJobId) : '–', s.owner, actions(s, load, fail)]), { id: 'schedules' })
       : h('p', {}, 'No schedules.'));
