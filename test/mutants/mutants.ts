@@ -31,6 +31,15 @@ const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
 export const MUTANTS: Mutant[] = [
   {
+    id: 'stalled-coordinator-keeps-going',
+    what: 'a coordinator woken from a stall past its lock goes on with the job another has taken over: it starts runs and stores results',
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'if ((await this.redis.get(key)) === token) return true;',
+    to: 'if ((await this.redis.get(key)) !== null || true) return true;',
+    tests: ['test/faults/coordinator-stall.test.ts'],
+    pattern: 'stalled 20 s',
+  },
+  {
     id: 'leases-not-in-turn',
     what: 'a waiter takes free leases whoever is first in their queues: the first to ask after a release wins, not the first to wait',
     file: 'services/shared/src/stores/leases.ts',

@@ -19,7 +19,7 @@ import { createRedis } from '@niclab/shared/runtime/redis';
 import { RetryPolicy } from './retry-policy.js';
 import { RedisGaps } from './liveness-watch.js';
 import { RunExecution, type RunDeps } from './run-execution.js';
-import { SHUTDOWN } from './run-outcome.js';
+import { JOB_LOST, SHUTDOWN } from './run-outcome.js';
 
 /** How often a job waiting for interface leases tries again. */
 const LEASE_RETRY_MS = 200;
@@ -156,6 +156,7 @@ export class Coordinator {
     const log = this.log.child({ jobId });
     const controller = new AbortController();
     this.active.set(jobId, controller);
+    const fence = this.holdOn(jobId, token, controller);
     try {
       const strategy = strategyFor(job.spec);
       const finished = new Map(stored.filter(isFinished).map((r) => [r.index, r]));
@@ -169,7 +170,7 @@ export class Coordinator {
       const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
       for (let round = nextRound(); round.length > 0; round = nextRound()) {
         const ranBefore = finished.size > 0;
-        const runs = await Promise.all(round.map((plan) => this.attempts(job, plan, { retry: new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), ranBefore, start, signal: controller.signal, log })));
+        const runs = await Promise.all(round.map((plan) => this.attempts(job, plan, { retry: new RetryPolicy(job.spec.retries ?? 0, lostWithCoordinator.get(plan.index)), ranBefore, start, fence, signal: controller.signal, log })));
         // A run stopped before it started, or by a shutdown, is made again on resume.
         const kept = runs.filter((run): run is Run => run !== null && run.status !== 'interrupted');
         for (const run of kept) finished.set(run.index, run);
@@ -181,7 +182,7 @@ export class Coordinator {
         await bullJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
-      if (controller.signal.aborted) return; // the API already moved the job to canceled
+      if (controller.signal.aborted || !(await fence())) return; // canceled by the API, or another coordinator has it
       await this.finish(job, finished, strategy.outcome(finished), log);
     } finally {
       this.active.delete(jobId);
@@ -193,7 +194,7 @@ export class Coordinator {
    * interface leases (letting a job that waits for the same ones go first) and releases them.
    * Null when the job was canceled or stopped before an attempt could start.
    */
-  private async attempts(job: Job, plan: PlannedRun, { retry, ranBefore, start, signal, log }: { retry: RetryPolicy; ranBefore: boolean; start: () => Promise<boolean>; signal: AbortSignal; log: Logger }): Promise<Run | null> {
+  private async attempts(job: Job, plan: PlannedRun, { retry, ranBefore, start, fence, signal, log }: { retry: RetryPolicy; ranBefore: boolean; start: () => Promise<boolean>; fence: () => Promise<boolean>; signal: AbortSignal; log: Logger }): Promise<Run | null> {
     let run: Run | null = null;
     for (;;) {
       const runId = randomUUID();
@@ -212,7 +213,9 @@ export class Coordinator {
           if (!(await start())) return null;
           job.status = 'running';
         }
-        run = await new RunExecution(this.runDeps, job, { plan, runId, targets, earlier: retry.earlier }, log).execute(signal);
+        // Nothing starts for a job this coordinator no longer holds (it stalled past its lock).
+        if (!(await fence())) return run;
+        run = await new RunExecution(this.runDeps, job, { plan, runId, targets, earlier: retry.earlier, fence }, log).execute(signal);
       } finally {
         await this.leases.release(runId, targets);
       }
@@ -236,6 +239,25 @@ export class Coordinator {
     await this.store.transition(job.id, ['running'], status, { finishedAt, error, pairs, finding });
     const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
     log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns, ...(pairs ? { pairsMeasured: pairs.measured, pairsFailed: pairs.failed } : {}) }, 'job finished');
+  }
+
+  /**
+   * Whether this worker still holds the job's BullMQ lock (its token is the lock's value). A
+   * coordinator whose event loop stalled past the lock (15 s) may find another has taken the
+   * job meanwhile: it then aborts the job with JOB_LOST and stores nothing more, no run, no
+   * end, so the job is run and recorded once, by the one that holds it. Without a token (a
+   * direct call) it always holds it.
+   */
+  private holdOn(jobId: string, token: string | undefined, controller: AbortController): () => Promise<boolean> {
+    if (!token) return async () => !controller.signal.aborted || controller.signal.reason !== JOB_LOST;
+    const key = this.keys.jobLock(jobId);
+    return async () => {
+      if (controller.signal.reason === JOB_LOST) return false;
+      if ((await this.redis.get(key)) === token) return true;
+      this.log.warn({ jobId }, 'this coordinator lost its hold on the job: another has it');
+      controller.abort(JOB_LOST);
+      return false;
+    };
   }
 
   /**

@@ -16,7 +16,7 @@ import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LivenessWatch, offlineAgents, type RedisGaps } from './liveness-watch.js';
 import type { EarlierAttempt } from './retry-policy.js';
-import { runOutcome } from './run-outcome.js';
+import { JOB_LOST, runOutcome } from './run-outcome.js';
 
 /** The common start instant is this far after the last receiver is ready, so every sender is connected by then. */
 const START_DELAY_MS = 300;
@@ -64,14 +64,17 @@ export class RunExecution {
   };
 
   private readonly targets: LeaseTarget[];
+  /** Whether this coordinator still holds the job: a result is stored only while it does. */
+  private readonly fence: () => Promise<boolean>;
 
   /** One attempt at `plan`'s run: its id, the leases it holds, and the attempts before it. */
   constructor(
     private readonly deps: RunDeps,
     private readonly job: Job,
-    { plan, runId, targets, earlier }: { plan: PlannedRun; runId: string; targets: LeaseTarget[]; earlier: EarlierAttempt[] },
+    { plan, runId, targets, earlier, fence }: { plan: PlannedRun; runId: string; targets: LeaseTarget[]; earlier: EarlierAttempt[]; fence?: () => Promise<boolean> },
     jobLog: Logger,
   ) {
+    this.fence = fence ?? (async () => true);
     this.targets = targets;
     this.run = {
       id: runId, jobId: job.id, index: plan.index, point: plan.point, repetition: plan.repetition, ...(plan.duration !== undefined ? { duration: plan.duration } : {}), ...(plan.latencyAt !== undefined ? { latencyAt: plan.latencyAt } : {}),
@@ -126,6 +129,12 @@ export class RunExecution {
     run.finishedAt = new Date().toISOString();
     Object.assign(run, runOutcome(run.flows, jobSignal.aborted ? (jobSignal.reason as ErrorInfo) : null, failure));
     if (run.status !== 'succeeded') await this.abandon();
+    // A coordinator that lost the job (stalled past its lock) stores nothing: the one that has
+    // it now makes this run again, and its record is the run's.
+    if (!(await this.fence())) {
+      this.log.warn({ outcome: run.status }, 'run not kept: another coordinator has the job');
+      return { ...run, status: 'interrupted', error: JOB_LOST };
+    }
     await this.deps.store.saveRun(run);
     this.log.info({ outcome: run.status, error: run.error?.code, bitsPerSecond: run.flows.map((f) => f.bitsPerSecond) }, 'run finished');
     return run;

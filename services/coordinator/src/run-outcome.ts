@@ -3,6 +3,11 @@ import { RUN_ERRORS } from '@niclab/shared/domain/run-errors';
 
 /** The abort reason of a coordinator that is stopping: its job is interrupted, not ended. */
 export const SHUTDOWN: ErrorInfo = { code: 'coordinator_shutdown', message: 'the coordinator is shutting down' };
+/**
+ * The abort reason of a coordinator that lost its hold on a job (its lock lapsed, as in an
+ * event loop stalled past it): another coordinator has the job now, so this one keeps nothing.
+ */
+export const JOB_LOST: ErrorInfo = { code: 'coordinator_lost', message: 'this coordinator lost its hold on the job (its lock lapsed): another coordinator runs it now' };
 
 /** Of several ends' errors, the one that explains the others: a cause first, a consequence last. */
 export function pickError(errors: (ErrorInfo | null | undefined)[]): ErrorInfo | null {

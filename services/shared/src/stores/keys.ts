@@ -6,6 +6,8 @@ export class Keys {
   get bull(): string { return `${this.prefix}:bull`; }
   /** The queue the coordinators take jobs from. */
   readonly jobsQueue = 'jobs';
+  /** BullMQ's lock on a job of the jobs queue: its value is the token of the worker that holds it. */
+  jobLock(jobId: string): string { return `${this.bull}:${this.jobsQueue}:${jobId}:lock`; }
   agentQueue(agentId: string): string { return `agent.${agentId}`; }
 
   job(id: string): string { return `${this.prefix}:job:${id}`; }
