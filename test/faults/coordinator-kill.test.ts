@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Keys } from '@niclab/shared/stores/keys';
-import { ApiClient } from '../helpers/api-client.js';
-import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
-import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import type { ApiClient } from '../helpers/api-client.js';
+import { startFaultStack, type FaultStack } from '../helpers/fault-stack.js';
+import { childPids, enginesOf, isAlive, spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
+import type { TestRedis } from '../helpers/redis.js';
 
 /** For process starts, late timers and Redis round trips on a loaded 2-core machine. */
 const MARGIN_MS = 3000;
@@ -25,26 +26,19 @@ const RESUMED_WITHIN_MS = PROMISED_RESUMED_MS + MARGIN_MS;
 /** Long enough that the dead run's engines, left alone, would outlive both bounds. */
 const DURATION_S = 40;
 
+let stack: FaultStack;
 let redis: TestRedis;
 let env: Record<string, string>;
 let client: ApiClient;
-const processes: NiclabProcess[] = [];
+let processes: NiclabProcess[];
 
 before(async () => {
-  redis = await startTestRedis();
-  const port = await freePort();
-  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
-  // The API has no coordinator of its own here, so killing the coordinator leaves the API up to watch.
-  processes.push(spawnNiclab(['api', '--no-coordinator'], env), spawnNiclab(['agent', '--id', 'cs'], env), spawnNiclab(['agent', '--id', 'cr'], env));
-  client = new ApiClient(`http://127.0.0.1:${port}`);
-  // Starting is not what is tested: with the agents starting beside it on a loaded 2-core machine the API has taken over 15 s.
-  await waitForApi(client.base);
-  for (const id of ['cs', 'cr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
+  stack = await startFaultStack(['cs', 'cr']);
+  ({ redis, env, client, processes } = stack);
 });
 
 after(async () => {
-  await Promise.all(processes.map((p) => p.stop()));
-  await redis?.stop();
+  await stack?.stop();
 });
 
 test('a coordinator SIGKILLed mid-run: the job is resumed by the next one, the dead run is made again and recorded, its engines end, nothing is left held', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ApiClient } from '../helpers/api-client.js';
-import { spawnNiclab, waitFor, type NiclabProcess, waitForApi } from '../helpers/processes.js';
-import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import type { ApiClient } from '../helpers/api-client.js';
+import { startFaultStack, type FaultStack } from '../helpers/fault-stack.js';
+import { spawnNiclab, waitFor, type NiclabProcess } from '../helpers/processes.js';
 
 /**
  * Issue 31: a coordinator whose event loop stalls for 20 s (SIGSTOP, then SIGCONT) mid-run.
@@ -11,25 +11,17 @@ import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpe
  * recorded once, by the one that holds it.
  */
 const STALL_MS = 20_000;
-let redis: TestRedis;
+let stack: FaultStack;
 let env: Record<string, string>;
 let client: ApiClient;
-const processes: NiclabProcess[] = [];
 
 before(async () => {
-  redis = await startTestRedis();
-  const port = await freePort();
-  env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
-  processes.push(spawnNiclab(['api', '--no-coordinator'], env), spawnNiclab(['agent', '--id', 'ss'], env), spawnNiclab(['agent', '--id', 'sr'], env));
-  client = new ApiClient(`http://127.0.0.1:${port}`);
-  await waitForApi(client.base);
-  for (const id of ['ss', 'sr']) await waitFor(`agent ${id}`, async () => (await client.call('getAgent', 'GET', `/v1/agents/${id}`)).body.online);
+  stack = await startFaultStack(['ss', 'sr']);
+  ({ env, client } = stack);
 });
 
 after(async () => {
-  for (const p of processes) if (p.child.exitCode === null) process.kill(p.pid, 'SIGCONT');
-  await Promise.all(processes.map((p) => p.stop()));
-  await redis?.stop();
+  await stack?.stop();
 });
 
 /** A process's log lines (JSON), as parsed. */
@@ -37,7 +29,7 @@ const lines = (p: NiclabProcess) => p.output().split('\n').filter((l) => l.start
 
 test('a coordinator stalled 20 s mid-run: the other takes the job over; woken, it keeps nothing and starts nothing; each run once in the job and the history', async () => {
   const coordinators = [spawnNiclab(['coordinator'], env), spawnNiclab(['coordinator'], env)];
-  processes.push(...coordinators);
+  stack.processes.push(...coordinators);
   // Paced UDP: two 6 s runs; the stall falls 2 s into the first.
   const submitted = await client.submit({ engine: 'builtin', protocol: 'udp', udp: { packetSize: 1000, rate: { packetsPerSecond: 500 } }, duration: 6, repeat: 2, flows: [{ from: { agent: 'ss', interface: 'lo' }, to: { agent: 'sr', interface: 'lo' } }] });
   assert.equal(submitted.status, 202, JSON.stringify(submitted.body));

@@ -7,7 +7,7 @@ import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
 import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
 import type { JobStore } from '@niclab/shared/stores/job-store';
-import { jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
+import { holdsJobLock, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { ChangeStore } from '@niclab/shared/stores/changes';
 import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
@@ -250,10 +250,9 @@ export class Coordinator {
    */
   private holdOn(jobId: string, token: string | undefined, controller: AbortController): () => Promise<boolean> {
     if (!token) return async () => !controller.signal.aborted || controller.signal.reason !== JOB_LOST;
-    const key = this.keys.jobLock(jobId);
     return async () => {
       if (controller.signal.reason === JOB_LOST) return false;
-      if ((await this.redis.get(key)) === token) return true;
+      if (await holdsJobLock(this.redis, this.keys, jobId, token)) return true;
       this.log.warn({ jobId }, 'this coordinator lost its hold on the job: another has it');
       controller.abort(JOB_LOST);
       return false;

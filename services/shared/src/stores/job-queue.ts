@@ -32,6 +32,11 @@ export async function enqueueJob(queue: Queue<JobMessage>, jobId: string): Promi
   await queue.add('job', { jobId }, { jobId, ...JOB_QUEUE_OPTIONS });
 }
 
+/** Whether the worker whose lock token is `token` still holds BullMQ's lock on the job (the lock's value is the token). */
+export async function holdsJobLock(redis: Redis, keys: Keys, jobId: string, token: string): Promise<boolean> {
+  return (await redis.get(keys.jobLock(jobId))) === token;
+}
+
 /** The job store with its observers (the metrics, the history, the event stream), as every process that writes jobs needs it. */
 export function jobStore(redis: Redis, keys: Keys, changeOptions: ChangeOptions = CHANGE_DEFAULTS): { store: JobStore; metricStore: MetricStore; results: Results; changes: ChangeStore } {
   const metricStore = new MetricStore(redis, keys);
