@@ -306,6 +306,7 @@ describe('/ui in chromium', { skip }, () => {
     await page.locator('#report-table').waitFor({ timeout: 30_000 });
     const { body: report } = await niclab.client.call('getReport', 'GET', `/v1/jobs/${id}/report`);
     assert.equal(await page.locator('#report-table tbody tr').first().locator('td').nth(2).textContent(), (report.points[0].flows[0].bitsPerSecond.mean / 1e6).toFixed(2));
+    assert.match(await page.textContent('#job-finding') ?? '', new RegExp(`^Found ${(report.points[0].total.bitsPerSecond.mean / 1e6).toFixed(2)} Mbit/s · verdict: `));
     // Repeat makes the same job again: a new id, the same spec.
     await page.click('#job-repeat');
     await page.waitForURL((url) => /#\/jobs\/[0-9a-f-]{36}$/.test(url.hash) && !url.hash.endsWith(id));

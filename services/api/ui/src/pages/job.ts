@@ -1,5 +1,5 @@
 import { download, FINAL, flowsOf, getJson, getText, jobEvents, repeatRequest, sendJson, type Job, type Schemas } from '../api.js';
-import { h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
+import { findingText, h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
 import { LiveChart } from '../live-chart.js';
 import type { PageContext } from '../page.js';
 
@@ -64,7 +64,7 @@ function matrixTables(report: Report): HTMLElement[] {
  * What can be done with the job now: cancel it while it is queued or running; once it ended,
  * make it again as it was (a new job), or start a new job's form from its spec.
  */
-function actions(job: Job, fail: (e: unknown) => void): HTMLElement[] {
+function actions(job: Job, fail: (e: unknown) => void): (HTMLElement | string)[] {
   const button = (id: string, label: string, act: () => Promise<void>) => {
     const b = h('button', { type: 'button', id }, label);
     b.addEventListener('click', () => {
@@ -79,6 +79,7 @@ function actions(job: Job, fail: (e: unknown) => void): HTMLElement[] {
       const again = await sendJson<Job>('POST', '/v1/jobs', repeatRequest(job));
       location.hash = `#/jobs/${again.id}`;
     }),
+    ' ',
     h('a', { href: `#/new?from=${job.id}`, id: 'job-edit' }, 'Edit as a new job…'),
   ];
 }
@@ -129,8 +130,10 @@ export async function jobPage({ root, args, signal, fail }: PageContext): Promis
     buttons.replaceChildren(...actions(job, fail));
   }
   const [svg, report] = await Promise.all([getText(`${path}/report?format=svg`, 'image/svg+xml', signal), getJson<Report>(`${path}/report`, signal)]);
+  const found = findingText(job.finding);
   done.replaceChildren(
     h('h2', {}, 'Report'),
+    ...(job.finding ? [h('p', { id: 'job-finding' }, 'Found ', h('strong', {}, found.found), ` · verdict: ${found.verdict}${found.reason ? ` (${found.reason})` : ''}`)] : []),
     h('figure', { id: 'report-chart' }, inlineSvg(svg)),
     ...(report.matrix?.length ? matrixTables(report) : [reportTable(report)]),
     h('h2', {}, 'Downloads'),
