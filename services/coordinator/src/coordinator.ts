@@ -191,7 +191,7 @@ export class Coordinator {
 
   /**
    * One planned run, made again while the retry policy says so. Each attempt waits for its
-   * interface leases (letting a job that waits for the same ones go first) and releases them.
+   * interface leases in turn (first come first served) and releases them.
    * Null when the job was canceled or stopped before an attempt could start.
    */
   private async attempts(job: Job, plan: PlannedRun, { retry, ranBefore, start, fence, signal, log }: { retry: RetryPolicy; ranBefore: boolean; start: () => Promise<boolean>; fence: () => Promise<boolean>; signal: AbortSignal; log: Logger }): Promise<Run | null> {
@@ -199,11 +199,10 @@ export class Coordinator {
     for (;;) {
       const runId = randomUUID();
       const targets = await this.leaseTargets(runSpec(job.spec, plan));
-      // Jobs that share interfaces take turns run by run: after a run, a job lets one that
-      // waits for the same interfaces go first, so two campaigns submitted together
-      // alternate (A B A B) and a drift of the machine falls on both alike.
       // First come first served: a job's first run waits from its submission, a later run (or
-      // attempt) from now, behind the jobs already waiting (so jobs sharing interfaces take turns).
+      // attempt) from now, behind the jobs already waiting. So jobs that share interfaces take
+      // turns run by run: two campaigns submitted together alternate (A B A B), and a drift of
+      // the machine falls on both alike.
       const submitted = Date.parse(job.createdAt);
       const since = run || ranBefore || !Number.isFinite(submitted) ? Date.now() : submitted;
       if (!(await this.waitForLeases(job.id, runId, targets, since, signal))) return run;
