@@ -12,18 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { ApiClient } from '../helpers/api-client.js';
 import { waitFor } from '../helpers/processes.js';
 import { freePort, startTestRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { skipUnlessProvided } from '../helpers/skip.js';
+import { needsCommand, skipUnlessProvided } from '../helpers/skip.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const hasPodman = () => {
-  try {
-    execFileSync('podman', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
-const skip = skipUnlessProvided(process.getuid?.() !== 0 ? 'needs root: rootful podman with host networking (CI runs as root)' : !hasPodman() && 'needs podman, which is not installed (.ci/run installs it)');
+const skip = skipUnlessProvided(process.getuid?.() !== 0 ? 'needs root: rootful podman with host networking (CI runs as root)' : needsCommand('podman', 'not installed: .ci/run installs it'));
 
 function podman(args: string[], timeoutMs = 60_000): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { terminate, waitFor } from '../helpers/processes.js';
-import { skipUnlessProvided } from '../helpers/skip.js';
+import { needsCommand, skipUnlessProvided } from '../helpers/skip.js';
 
 /**
  * deploy/ansible/niclab-agent.yml, the playbook that installs the agent on an inventory of lab
@@ -22,14 +22,6 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PLAYBOOK = join(ROOT, 'deploy/ansible/niclab-agent.yml');
 const INVENTORY = join(ROOT, 'deploy/ansible/inventory.example.ini');
 
-function ansibleMissing(): string | false {
-  try {
-    execFileSync('ansible-playbook', ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return 'needs ansible-playbook (Debian: ansible-core)';
-  }
-}
 
 /** One ansible-playbook run against localhost; its output and exit code. */
 async function playLocal(vars: Record<string, string>): Promise<{ code: number; out: string }> {
@@ -45,7 +37,7 @@ const recap = (out: string) => Object.fromEntries([...(/^localhost\s+:\s+(.*)$/m
 
 const work = mkdtempSync(join(tmpdir(), 'niclab-ansible-'));
 
-describe('deploy/ansible/niclab-agent.yml', { skip: skipUnlessProvided(ansibleMissing()) }, () => {
+describe('deploy/ansible/niclab-agent.yml', { skip: skipUnlessProvided(needsCommand('ansible-playbook', 'Debian: ansible-core')) }, () => {
   let niclab: TestNiclab | undefined;
   let agent: ReturnType<typeof spawn> | undefined;
   after(async () => {

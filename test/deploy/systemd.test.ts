@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startNiclab, type TestNiclab } from '../helpers/niclab.js';
 import { terminate, waitFor } from '../helpers/processes.js';
-import { NOT_ROOT, skipUnlessProvided } from '../helpers/skip.js';
+import { needsCommand, NOT_ROOT, skipUnlessProvided } from '../helpers/skip.js';
 
 /**
  * The agent's systemd unit for bare-metal lab hosts (deploy/systemd/niclab-agent.service).
@@ -19,15 +19,6 @@ import { NOT_ROOT, skipUnlessProvided } from '../helpers/skip.js';
 const exec = promisify(execFile);
 const UNIT = fileURLToPath(new URL('../../deploy/systemd/niclab-agent.service', import.meta.url));
 const CLI = fileURLToPath(new URL('../../services/cli/dist/main.js', import.meta.url));
-/** Why this machine cannot check the unit, or false. */
-function systemdMissing(): string | false {
-  try {
-    execFileSync('systemd-analyze', ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return 'needs systemd-analyze (Debian: systemd)';
-  }
-}
 
 /** Each `Key=value` of the unit, by key (a key given twice: its values in order). */
 function directives(text: string): Map<string, string[]> {
@@ -45,7 +36,7 @@ async function verify(file: string): Promise<string[]> {
   return `${stdout}${stderr}`.split('\n').filter((l) => l.includes(file));
 }
 
-describe('deploy/systemd/niclab-agent.service', { skip: skipUnlessProvided(systemdMissing()) }, () => {
+describe('deploy/systemd/niclab-agent.service', { skip: skipUnlessProvided(needsCommand('systemd-analyze', 'Debian: systemd')) }, () => {
   const text = readFileSync(UNIT, 'utf8');
   const unit = directives(text);
   const work = mkdtempSync(join(tmpdir(), 'niclab-unit-'));

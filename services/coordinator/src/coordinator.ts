@@ -248,7 +248,7 @@ export class Coordinator {
    * direct call) it always holds it.
    */
   private holdOn(jobId: string, token: string | undefined, controller: AbortController): () => Promise<boolean> {
-    if (!token) return async () => !controller.signal.aborted || controller.signal.reason !== JOB_LOST;
+    if (!token) return async () => true;
     return async () => {
       if (controller.signal.reason === JOB_LOST) return false;
       if (await holdsJobLock(this.redis, this.keys, jobId, token)) return true;

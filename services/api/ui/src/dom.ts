@@ -37,8 +37,15 @@ export function inlineSvg(text: string): Element {
   return document.importNode(svg, true);
 }
 
+/** A sweep point as `name=value` pairs (a rate as its JSON), or `none` for the empty point. */
+export const pointText = (point: Record<string, unknown>, none = '–'): string => Object.entries(point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ') || none;
+
 type Finding = components['schemas']['JobFinding'];
-/** Each headline figure in the unit a person reads it in. */
+/**
+ * Each headline figure in the unit a person reads it in: the catalogue's display (as the
+ * CLI's findingText uses it), restated because the page's modules import no runtime code from
+ * @niclab/shared.
+ */
 const FINDING_UNITS: Record<Finding['figure'], { scale: number; unit: string; digits: number }> = {
   bitsPerSecond: { scale: 1e6, unit: 'Mbit/s', digits: 2 },
   transactionsPerSecond: { scale: 1, unit: 'transactions/s', digits: 1 },
@@ -49,7 +56,7 @@ const FINDING_UNITS: Record<Finding['figure'], { scale: number; unit: string; di
 export function findingText(finding: Finding | null): { found: string; verdict: string; reason: string | null } {
   if (!finding) return { found: '–', verdict: '–', reason: null };
   const { scale, unit, digits } = FINDING_UNITS[finding.figure];
-  const where = Object.entries(finding.point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ');
+  const where = pointText(finding.point, '');
   const perFlow = finding.from === 'search' || finding.from === 'mlrsearch' ? ' per flow' : '';
   return { found: `${(finding.value / scale).toFixed(digits)} ${unit}${perFlow}${where ? ` at ${where}` : ''}`, verdict: finding.verdict ?? '–', reason: finding.reason };
 }

@@ -172,6 +172,11 @@ export class Leases {
     return this.distinct(targets).map((t) => this.keys.lease(t.agent, t.interface));
   }
 
+  /** Each distinct target's queue and its waiters' times, in the targets' order. */
+  private queueKeys(unique: LeaseTarget[]): { queues: string[]; alive: string[] } {
+    return { queues: unique.map((t) => this.keys.leaseQueue(t.agent, t.interface)), alive: unique.map((t) => this.keys.leaseQueueAlive(t.agent, t.interface)) };
+  }
+
   /**
    * All or nothing. Returns null when held, else the first target someone else holds and who.
    * With a waiter, in turn: first come first served on each interface (`waitingBehind` is then
@@ -179,9 +184,9 @@ export class Leases {
    */
   async acquire(holder: string, targets: LeaseTarget[], waiter?: Waiter): Promise<{ target: LeaseTarget; heldBy: string | null; waitingBehind?: string } | null> {
     const unique = this.distinct(targets);
-    const queues = unique.map((t) => this.keys.leaseQueue(t.agent, t.interface));
+    const { queues, alive } = this.queueKeys(unique);
     const blocked = waiter
-      ? await this.inTurnScript([...this.keyList(unique), ...queues, ...unique.map((t) => this.keys.leaseQueueAlive(t.agent, t.interface))], holder, this.ttlMs, waiter.job, waiter.since, waiter.stayMs)
+      ? await this.inTurnScript([...this.keyList(unique), ...queues, ...alive], holder, this.ttlMs, waiter.job, waiter.since, waiter.stayMs)
       : await this.acquireScript(this.keyList(unique), holder, this.ttlMs);
     if (blocked === 0) return null;
     const target = unique[Math.abs(blocked) - 1]!;
@@ -193,7 +198,8 @@ export class Leases {
   async leave(job: string, targets: LeaseTarget[]): Promise<void> {
     const unique = this.distinct(targets);
     if (unique.length === 0) return;
-    await this.leaveScript([...unique.map((t) => this.keys.leaseQueue(t.agent, t.interface)), ...unique.map((t) => this.keys.leaseQueueAlive(t.agent, t.interface))], job);
+    const { queues, alive } = this.queueKeys(unique);
+    await this.leaveScript([...queues, ...alive], job);
   }
 
   /** The jobs waiting for one interface, first to last. */

@@ -1,12 +1,11 @@
 import { download, FINAL, flowsOf, getJson, getText, jobEvents, repeatRequest, sendJson, type Job, type Schemas } from '../api.js';
-import { findingText, h, inlineSvg, mbps, statusBadge, table, when } from '../dom.js';
+import { findingText, h, inlineSvg, mbps, pointText, statusBadge, table, when } from '../dom.js';
 import { LiveChart } from '../live-chart.js';
 import type { PageContext } from '../page.js';
 
 type Report = Schemas['Report'];
 type Summary = Schemas['NullableRepeatSummary'];
 
-const pointText = (point: Record<string, unknown>): string => Object.entries(point).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(' ') || '–';
 /** An interval as the report made it: `log-t` and `clipped-t` say so (see the contract's IntervalMethod). */
 const interval = (s: Summary): string => (s ? `${mbps(s.confidenceInterval[0])}–${mbps(s.confidenceInterval[1])}${s.intervalMethod === 't' ? '' : ` (${s.intervalMethod})`}` : '–');
 
