@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
 
 /**
  * A suite's `skip` option: the reason its prerequisite is missing, or false. Under CI (`CI`
@@ -10,14 +11,17 @@ export function skipUnlessProvided(missing: string | false): string | false {
   return missing;
 }
 
-/** Why a suite cannot run without `command` (it does not answer `--version`), or false: `why` says what provides it. */
+/** Why a suite cannot run without `command` (no executable of that name on PATH), or false: `why` says what provides it. */
 export function needsCommand(command: string, why: string): string | false {
-  try {
-    execFileSync(command, ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return `needs ${command} (${why})`;
-  }
+  const found = (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return found ? false : `needs ${command} (${why})`;
 }
 
 export const NOT_ROOT = skipUnlessProvided(process.getuid?.() !== 0 && 'needs root: the virtual lab creates network namespaces (CI runs as root)');
