@@ -23,7 +23,7 @@ const run = (i: number, mbit: number, rttMs: number, retransmits: number): Run =
   return {
     id: `r${i}`, jobId: 'j', index: i, point: {}, repetition: i + 1, status: 'succeeded', startedAt: null, finishedAt: null, error: null,
     flows: [
-      flow(0, { bitsPerSecond: mbit * 1e6, retransmits, sender: endFigures(bytes, 10, 1, 100), receiver: endFigures(bytes, 10, 2, 100) }),
+      flow(0, { bitsPerSecond: mbit * 1e6, retransmits, sender: endFigures(bytes, 10, { user: 0.25, system: 0.75 }, 100), receiver: endFigures(bytes, 10, { user: 0.5, system: 1.5 }, 100) }),
       flow(1, { bitsPerSecond: 8000, rr: rrFigures({ requestSize: 1, responseSize: 1 }, [rttMs * 0.9, rttMs, rttMs * 1.1 + i * 0.01], 10, { rtts: [0.1, 0.1 + i * 0.001], seconds: 3 }) }),
     ],
   };

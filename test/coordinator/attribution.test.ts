@@ -7,7 +7,7 @@ import type { EndFigures, HostCounters, Interval, UdpFigures } from '@niclab/sha
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 
 /** A host that counted nothing but the given deltas. */
-function host(over: { stats?: Record<string, number>; ip?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; wait?: number; overlapped?: boolean } = {}): HostCounters {
+function host(over: { stats?: Record<string, number>; ip?: Record<string, number>; udp?: Record<string, number>; tcpExt?: Record<string, number>; qdisc?: { kind: string; dropped?: number; overlimits?: number }; softnetDropped?: number; core?: number; wait?: number; busiest?: NonNullable<HostCounters['cpu']['busiest']>; overlapped?: boolean } = {}): HostCounters {
   return {
     interfaceStatistics: { rx_packets: 0, tx_packets: 0, rx_dropped: 0, tx_dropped: 0, ...over.stats },
     ethtool: null,
@@ -17,12 +17,12 @@ function host(over: { stats?: Record<string, number>; ip?: Record<string, number
     udp: { RcvbufErrors: 0, SndbufErrors: 0, ...over.udp },
     ...(over.ip ? { ip: over.ip } : {}),
     tcpExt: over.tcpExt ?? {},
-    cpu: { samples: 5, perCpu: [], engineCore: over.core === undefined ? null : 1, engineCoreBusy: over.core ?? null, engineWaitShare: over.wait ?? null },
+    cpu: { samples: 5, perCpu: [], busiest: over.busiest ?? null, engineCore: over.core === undefined ? null : 1, engineCoreBusy: over.core ?? null, engineWaitShare: over.wait ?? null },
     overlapped: over.overlapped ?? false,
   };
 }
 const udp = (sent: number, received: number, rest: Partial<UdpFigures> = {}): UdpFigures => ({ sent, received, lost: sent - received, outOfOrder: 0, duplicates: 0, jitterSeconds: 0, lossRatio: (sent - received) / sent, ...rest });
-const figures = (cpuSeconds: number, realSeconds = 5): EndFigures => ({ bytes: 1, realSeconds, cpuSeconds, calls: 1, realBitsPerSecond: 1, cpuBitsPerSecond: 1, realCallsPerSecond: 1, cpuCallsPerSecond: 1 });
+const figures = (cpuSeconds: number, realSeconds = 5): EndFigures => ({ bytes: 1, realSeconds, cpuSeconds, userCpuSeconds: 0, systemCpuSeconds: cpuSeconds, calls: 1, realBitsPerSecond: 1, cpuBitsPerSecond: 1, realCallsPerSecond: 1, cpuCallsPerSecond: 1, serviceDemand: null });
 const end = (h: HostCounters | undefined, cpuSeconds = 0.5, rest: object = {}): EndView => ({ figures: figures(cpuSeconds), diagnostics: { agent: 'A', interface: 'eth1', address: '198.18.0.1', command: [], ...(h ? { host: h } : {}), ...rest } });
 const sum = (split: ReturnType<typeof attributeLoss>) => PLACES.reduce((a, p) => a + split[p], 0);
 
@@ -125,6 +125,17 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   // Seen in CI: half a core used and half the run waited for one is a CPU-bound engine sharing its core.
   const shared = judgeBottleneck({ udp: udp(1_000, 1_000, { targetPacketsPerSecond: 70_000, achievedPacketsPerSecond: 41_200 }), bitsPerSecond: 1, retransmits: null, sender: end(host({ core: 1, wait: 0.496 }), 0.52 * 5), receiver: end(clean) })!;
   assert.equal(shared.verdict, 'sender CPU', shared.reason);
+
+  // The CPU verdict names the busiest CPU and who had it: the engine, or the kernel's softirq work.
+  const tcp = (sender: EndView, receiver: EndView) => judgeBottleneck({ udp: null, bitsPerSecond: 9e9, retransmits: 0, sender, receiver })!;
+  const byEngine = tcp(end(host({ busiest: { cpu: 1, busy: 0.99, softirq: 0.05, engine: true } }), 4.9), end(clean));
+  assert.equal(byEngine.verdict, 'sender CPU');
+  assert.match(byEngine.reason, /the busiest CPU, cpu1, was 99% busy \(5% softirq\), mostly the engine/);
+  assert.deepEqual([byEngine.evidence.senderBusiestCpu, byEngine.evidence.senderBusiestCpuSoftirq], [1, 0.05]);
+  const bySoftirq = tcp(end(clean), end(host({ busiest: { cpu: 3, busy: 0.97, softirq: 0.6, engine: true }, wait: 0.55 }), 2));
+  assert.equal(bySoftirq.verdict, 'receiver CPU');
+  assert.match(bySoftirq.reason, /cpu3, was 97% busy \(60% softirq\), mostly softirq/);
+  assert.match(tcp(end(host({ busiest: { cpu: 0, busy: 0.95, softirq: 0.1, engine: false }, wait: 0.6 }), 2), end(clean)).reason, /cpu0, .* mostly another task/);
 
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(clean), receiver: end(clean) })!.verdict, 'none');
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 30 } })), receiver: end(clean) })!.verdict, 'link');

@@ -42,36 +42,48 @@ export interface UdpLoad {
   interval?: number;
 }
 
-/** User + system CPU seconds of a live process, or null once it has gone. */
-export function processCpuSeconds(pid: number): number | null {
+/** User and system CPU seconds of a live process (utime and stime), or null once it has gone. */
+export function processCpuTimes(pid: number): { user: number; system: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // After "pid (comm) ": state is field 3, utime 14 and stime 15 of stat(5).
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+    return { user: Number(fields[11]) / TICKS, system: Number(fields[12]) / TICKS };
   } catch {
     return null;
   }
 }
 
+/** User + system CPU seconds of a live process, or null once it has gone. */
+export function processCpuSeconds(pid: number): number | null {
+  const times = processCpuTimes(pid);
+  return times && times.user + times.system;
+}
+
 /**
  * Reads a process's CPU every 20 ms until it exits; `used(from)` is what it used from the
- * last reading at or before `from` (Date.now() ms; default its first reading) to its last.
+ * last reading at or before `from` (Date.now() ms; default its first reading) to its last,
+ * `usedTimes()` the same from its first reading, user and system apart.
  */
-export function watchCpu(pid: number): { used(from?: number): number; stop(): void } {
-  const readings: { at: number; cpu: number }[] = [];
+export function watchCpu(pid: number): { used(from?: number): number; usedTimes(): { user: number; system: number }; stop(): void } {
+  const readings: { at: number; user: number; system: number }[] = [];
   const read = () => {
-    const cpu = processCpuSeconds(pid);
-    if (cpu === null) clearInterval(timer);
-    else readings.push({ at: Date.now(), cpu });
+    const times = processCpuTimes(pid);
+    if (times === null) clearInterval(timer);
+    else readings.push({ at: Date.now(), ...times });
   };
   const timer = setInterval(read, 20);
   read();
+  const cpu = (r: { user: number; system: number }) => r.user + r.system;
   return {
     used(from) {
       if (readings.length === 0) return 0;
       const start = from === undefined ? readings[0]! : (readings.filter((r) => r.at <= from).at(-1) ?? readings[0]!);
-      return readings.at(-1)!.cpu - start.cpu;
+      return cpu(readings.at(-1)!) - cpu(start);
+    },
+    usedTimes() {
+      const [first, last] = [readings[0], readings.at(-1)];
+      return first && last ? { user: last.user - first.user, system: last.system - first.system } : { user: 0, system: 0 };
     },
     stop: () => clearInterval(timer),
   };

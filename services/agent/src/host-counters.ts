@@ -15,7 +15,9 @@ const SAMPLE_MS = 1000;
 
 type Counts = Record<string, number>;
 interface CpuTimes { cpu: number; total: number; idle: number; irq: number; softirq: number }
-interface FsSnapshot { statistics: Counts | null; softnet: { cpu: number; dropped: number; timeSqueeze: number }[]; ip: Counts; ip6: Counts; udp: Counts; tcpExt: Counts }
+/** NET_RX and NET_TX softirqs each CPU has run (/proc/softirqs), by CPU number. */
+type NetSoftirqs = Map<number, { netRx: number; netTx: number }>;
+interface FsSnapshot { statistics: Counts | null; softnet: { cpu: number; dropped: number; timeSqueeze: number }[]; softirqs: NetSoftirqs | null; ip: Counts; ip6: Counts; udp: Counts; tcpExt: Counts }
 interface Qdisc { kind: string; handle: string; root: boolean; packets: number; bytes: number; dropped: number; overlimits: number; requeues: number; backlog: number; qlen: number }
 interface ToolSnapshot { ethtool: Counts | null; qdiscs: Qdisc[] | null }
 
@@ -81,6 +83,16 @@ export function parseCpuTimes(text: string): CpuTimes[] {
   });
 }
 
+/** /proc/softirqs: a "CPU0 CPU1 ..." header, then a line of counts per kind; null without NET_RX and NET_TX. */
+export function parseSoftirqs(text: string): NetSoftirqs | null {
+  const [header, ...lines] = text.split('\n');
+  const cpus = (header ?? '').trim().split(/\s+/).filter((c) => /^CPU\d+$/.test(c)).map((c) => Number(c.slice(3)));
+  const counts = (kind: string) => lines.find((l) => l.trim().startsWith(`${kind}:`))?.trim().split(/\s+/).slice(1).map(Number);
+  const [rx, tx] = [counts('NET_RX'), counts('NET_TX')];
+  if (!rx || !tx || cpus.length === 0) return null;
+  return new Map(cpus.map((cpu, i) => [cpu, { netRx: rx[i] ?? 0, netTx: tx[i] ?? 0 }]));
+}
+
 /** ethtool -S: "     name: value" lines under a header. */
 export function parseEthtool(text: string): Counts {
   const out: Counts = {};
@@ -96,7 +108,7 @@ function parseQdiscs(json: string): Qdisc[] {
 
 function readFs(iface: string): FsSnapshot {
   const [statistics, softnet, snmp, snmp6, netstat] = [readStatistics(iface), readText('/proc/net/softnet_stat'), readText('/proc/net/snmp'), readText('/proc/net/snmp6'), readText('/proc/net/netstat')];
-  return { statistics, softnet: parseSoftnet(softnet), ip: parseSnmp(snmp, 'Ip', IP), ip6: parseSnmp6(snmp6, 'Ip6', IP), udp: parseSnmp(snmp, 'Udp', UDP), tcpExt: parseSnmp(netstat, 'TcpExt', TCP_EXT) };
+  return { statistics, softnet: parseSoftnet(softnet), softirqs: parseSoftirqs(readText('/proc/softirqs')), ip: parseSnmp(snmp, 'Ip', IP), ip6: parseSnmp6(snmp6, 'Ip6', IP), udp: parseSnmp(snmp, 'Udp', UDP), tcpExt: parseSnmp(netstat, 'TcpExt', TCP_EXT) };
 }
 
 /** A virtual interface (lo, veth, bridge) has no device: its driver keeps no NIC drop counters worth a process. */
@@ -234,12 +246,12 @@ export class HostWatch {
       ip6: delta(before.ip6, after.ip6),
       udp: delta(before.udp, after.udp),
       tcpExt: delta(before.tcpExt, after.tcpExt, false),
-      cpu: this.cpuShares(),
+      cpu: this.cpuShares(before.softirqs, after.softirqs),
       overlapped: this.overlapped,
     };
   }
 
-  private cpuShares(): HostCounters['cpu'] {
+  private cpuShares(softirqsBefore: NetSoftirqs | null, softirqsAfter: NetSoftirqs | null): HostCounters['cpu'] {
     const first = this.samples[0] ?? [];
     const last = this.samples[this.samples.length - 1] ?? [];
     const perCpu = last.map((end) => {
@@ -251,12 +263,16 @@ export class HostWatch {
         const b = this.samples[i]!.find((c) => c.cpu === end.cpu);
         if (a && b && b.total > a.total) peakBusy = Math.max(peakBusy, 1 - (b.idle - a.idle) / (b.total - a.total));
       }
-      return { cpu: end.cpu, busy: 1 - (end.idle - start.idle) / total, softirq: (end.softirq - start.softirq) / total, irq: (end.irq - start.irq) / total, peakBusy };
+      const [b, a] = [softirqsBefore?.get(end.cpu), softirqsAfter?.get(end.cpu)];
+      const net = (kind: 'netRx' | 'netTx') => (a && b ? a[kind] - b[kind] : null);
+      return { cpu: end.cpu, busy: 1 - (end.idle - start.idle) / total, softirq: (end.softirq - start.softirq) / total, irq: (end.irq - start.irq) / total, peakBusy, netRx: net('netRx'), netTx: net('netTx') };
     });
     const engineCore = [...this.cores.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
     const { first: w0, last: w1 } = this.waits;
     const engineWaitShare = w0 && w1 && w1.at > w0.at ? (w1.ns - w0.ns) / 1e6 / (w1.at - w0.at) : null;
-    return { samples: this.samples.length, perCpu, engineCore, engineCoreBusy: perCpu.find((c) => c.cpu === engineCore)?.busy ?? null, engineWaitShare };
+    const top = perCpu.reduce<(typeof perCpu)[number] | null>((best, c) => (best === null || c.busy > best.busy ? c : best), null);
+    const busiest = top && this.samples.length > 1 ? { cpu: top.cpu, busy: top.busy, softirq: top.softirq, engine: top.cpu === engineCore } : null;
+    return { samples: this.samples.length, perCpu, busiest, engineCore, engineCoreBusy: perCpu.find((c) => c.cpu === engineCore)?.busy ?? null, engineWaitShare };
   }
 
   /** Stops sampling without a result (the end failed before its engine ran). */

@@ -194,7 +194,7 @@ const n = (value: number) => Math.round(value).toLocaleString('en-US');
 const pct = (share: number) => `${Math.round(share * 100)}%`;
 
 /** An end's CPU: the engine's own share of a core (its CPU seconds over its real seconds), and its core's busy share. */
-function cpu(end: EndView): { engine: number | null; core: number | null; coreId: number | null; wait: number | null } {
+function cpu(end: EndView): { engine: number | null; core: number | null; coreId: number | null; wait: number | null; busiest: Busiest | null } {
   const f = end.figures;
   const host = end.diagnostics?.host;
   return {
@@ -202,8 +202,16 @@ function cpu(end: EndView): { engine: number | null; core: number | null; coreId
     core: host?.cpu.engineCoreBusy ?? null,
     coreId: host?.cpu.engineCore ?? null,
     wait: host?.cpu.engineWaitShare ?? null,
+    busiest: host?.cpu.busiest ?? null,
   };
 }
+type Busiest = NonNullable<HostCounters['cpu']['busiest']>;
+/**
+ * Who had the busiest CPU: softirq when it took half the CPU's busy time or more (the kernel's
+ * packet work, NET_RX and NET_TX, beside timers and the rest), else the engine when it ran there
+ * most of the run, else another task.
+ */
+export const busiestBy = (b: Busiest): 'softirq' | 'the engine' | 'another task' => (b.softirq >= b.busy / 2 ? 'softirq' : b.engine ? 'the engine' : 'another task');
 /**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
@@ -220,6 +228,7 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
     c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null,
     c.core !== null ? `its core (cpu${c.coreId}) was ${pct(c.core)} busy` : null,
     c.wait !== null ? `the engine waited for a CPU ${pct(c.wait)} of the run` : null,
+    c.busiest ? `the busiest CPU, cpu${c.busiest.cpu}, was ${pct(c.busiest.busy)} busy (${pct(c.busiest.softirq)} softirq), mostly ${busiestBy(c.busiest)}` : null,
   ].filter(Boolean).join(', ');
 
 /**
@@ -255,6 +264,10 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   if (rc.core !== null) cpuEvidence.receiverCoreBusy = rc.core;
   if (sc.wait !== null) cpuEvidence.senderEngineWaitShare = sc.wait;
   if (rc.wait !== null) cpuEvidence.receiverEngineWaitShare = rc.wait;
+  for (const [end, c] of [['sender', sc], ['receiver', rc]] as const) {
+    if (!c.busiest) continue;
+    Object.assign(cpuEvidence, { [`${end}BusiestCpu`]: c.busiest.cpu, [`${end}BusiestCpuBusy`]: c.busiest.busy, [`${end}BusiestCpuSoftirq`]: c.busiest.softirq });
+  }
   const udp = leg.udp;
 
   // A shaper at the sender that held packets back pushes back on a UDP socket (its send buffer

@@ -1,17 +1,37 @@
 import type { EndFigures, RrFigures } from './contract.js';
 
-/** nttcp's derived columns from its four measured ones. Rates are 0 where the divisor is 0. */
-export function endFigures(bytes: number, realSeconds: number, cpuSeconds: number, calls: number | null): EndFigures {
+/** An engine process's CPU seconds, split as the kernel counts them (utime and stime). */
+export interface CpuTime {
+  user: number;
+  system: number;
+}
+
+/** Bytes in netperf's KB, the unit of its service demand. */
+const KB = 1024;
+
+/**
+ * nttcp's derived columns from its four measured ones, and netperf's service demand (CPU µs per
+ * KB moved). Rates are 0 where the divisor is 0; the service demand is null when no byte moved.
+ */
+export function endFigures(bytes: number, realSeconds: number, cpu: CpuTime, calls: number | null): EndFigures {
   const per = (value: number, seconds: number) => (seconds > 0 ? Math.round((value / seconds) * 1000) / 1000 : 0);
+  const micro = (seconds: number) => Math.round(seconds * 1e6) / 1e6;
+  const cpuSeconds = cpu.user + cpu.system;
+  const demand = (seconds: number) => Math.round(((seconds * 1e6) / (bytes / KB)) * 1e6) / 1e6;
   return {
     bytes,
-    realSeconds: Math.round(realSeconds * 1e6) / 1e6,
-    cpuSeconds: Math.round(cpuSeconds * 1e6) / 1e6,
+    realSeconds: micro(realSeconds),
+    cpuSeconds: micro(cpuSeconds),
+    userCpuSeconds: micro(cpu.user),
+    systemCpuSeconds: micro(cpu.system),
     calls,
     realBitsPerSecond: per(bytes * 8, realSeconds),
     cpuBitsPerSecond: per(bytes * 8, cpuSeconds),
     realCallsPerSecond: calls === null ? null : per(calls, realSeconds),
     cpuCallsPerSecond: calls === null ? null : per(calls, cpuSeconds),
+    serviceDemand: bytes > 0
+      ? { microsecondsPerKilobyte: demand(cpuSeconds), userMicrosecondsPerKilobyte: demand(cpu.user), systemMicrosecondsPerKilobyte: demand(cpu.system) }
+      : null,
   };
 }
 

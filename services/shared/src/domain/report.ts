@@ -122,10 +122,13 @@ export function reportCsv(report: Report): string {
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 
-/** nttcp's eight columns for one end, averaged over the runs (`-` where the engine counts no calls). */
+/**
+ * nttcp's eight columns for one end, then netperf's service demand (CPU µs per KB, in all and as
+ * user/system), averaged over the runs (`-` where the engine counts no calls or moved nothing).
+ */
 function nttcpColumns(ends: (EndFigures | null)[]): string[] {
   const present = ends.filter((e): e is EndFigures => e !== null);
-  if (present.length === 0) return ['-', '-', '-', '-', '-', '-', '-', '-'];
+  if (present.length === 0) return ['-', '-', '-', '-', '-', '-', '-', '-', '-', '-'];
   const avg = (f: (e: EndFigures) => number | null) => {
     const values = present.map(f).filter((v): v is number => v !== null);
     return values.length === present.length ? mean(values) : null;
@@ -140,6 +143,8 @@ function nttcpColumns(ends: (EndFigures | null)[]): string[] {
     fixed(avg((e) => e.calls), 0),
     fixed(avg((e) => e.realCallsPerSecond), 2),
     fixed(avg((e) => e.cpuCallsPerSecond), 2),
+    fixed(avg((e) => e.serviceDemand?.microsecondsPerKilobyte ?? null), 3),
+    `${fixed(avg((e) => e.serviceDemand?.userMicrosecondsPerKilobyte ?? null), 3)}/${fixed(avg((e) => e.serviceDemand?.systemMicrosecondsPerKilobyte ?? null), 3)}`,
   ];
 }
 
@@ -162,7 +167,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
   for (const p of own.replacesPoints ? [] : report.points) {
     const ok = grouped.get(pointKey(p.point)) ?? [];
     out.push('', `point ${pointLabel(p.point)}  (${p.runs.succeeded} succeeded, ${p.runs.failed} failed${p.stoppedBy && p.stoppedBy !== 'fixed' ? `, stopped by ${p.stoppedBy}` : ''})`);
-    const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s']];
+    const rows: string[][] = [['flow', 'path', 'end', 'Bytes', 'Real s', 'CPU s', 'Real-Mbit/s', 'CPU-Mbit/s', 'Calls', 'Real-C/s', 'CPU-C/s', 'us/KB', 'usr/sys us/KB']];
     p.flows.forEach((f, leg) => {
       const path = `${f.from.agent}:${f.from.interface} ${f.direction === 'forward' ? '->' : '<-'} ${f.to.agent}:${f.to.interface}`;
       rows.push([String(f.flowIndex), path, 'local', ...nttcpColumns(ok.map((r) => r.flows[leg]!.sender))]);

@@ -1167,6 +1167,8 @@ export interface components {
                     idleRttP99Seconds: components["schemas"]["NullableRepeatSummary"];
                     senderCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                     receiverCpuSeconds: components["schemas"]["NullableRepeatSummary"];
+                    senderServiceDemand: components["schemas"]["NullableRepeatSummary"];
+                    receiverServiceDemand: components["schemas"]["NullableRepeatSummary"];
                 }[];
                 /** @description Each run's figures summed over its flows. */
                 total: {
@@ -1718,12 +1720,28 @@ export interface components {
             realSeconds: number;
             /** @description User + system CPU seconds of this end's engine process. */
             cpuSeconds: number;
+            /** @description Of `cpuSeconds`, the time in user mode (the engine's own code: the builtin's process.cpuUsage().user, iperf3's host_user share × its seconds). */
+            userCpuSeconds: number;
+            /** @description Of `cpuSeconds`, the time in the kernel on the engine's behalf (its system calls, and the softirq work the kernel did in its context). Softirq work on other CPUs is not in it: see `diagnostics.*.host.cpu`. */
+            systemCpuSeconds: number;
             /** @description Write calls at the sender, read completions at the receiver (UDP: datagrams). Null where the engine does not count them (iperf3 TCP). */
             calls: number | null;
             realBitsPerSecond: number;
             cpuBitsPerSecond: number;
             realCallsPerSecond: number | null;
             cpuCallsPerSecond: number | null;
+            /**
+             * @description netperf's service demand, from this end's engine process alone: its CPU microseconds
+             *     per KB (1,024 bytes) of payload it moved (`bytes`), in all and split into user and
+             *     system time. Null when it moved no bytes. netperf divides the whole host's CPU instead;
+             *     this end's host-wide shares, softirq included, are in `diagnostics.*.host.cpu`.
+             */
+            serviceDemand: null | {
+                /** @description cpuSeconds × 1e6 / (bytes / 1024). */
+                microsecondsPerKilobyte: number;
+                userMicrosecondsPerKilobyte: number;
+                systemMicrosecondsPerKilobyte: number;
+            };
         };
         /** @description Counter deltas of one named interface over the run (/sys/class/net/IF/statistics). */
         NicDelta: {
@@ -2171,17 +2189,41 @@ export interface components {
             tcpExt: {
                 [key: string]: number;
             };
-            /** @description /proc/stat sampled about once a second through the run. */
+            /**
+             * @description /proc/stat sampled about once a second through the run, and /proc/softirqs around it.
+             *     Host-wide: every process and every packet of the host is in these shares, not only
+             *     this end's (`overlapped` says another run shared the host).
+             */
             cpu: {
                 samples: number;
-                /** @description Each CPU's shares of the run (0 to 1); `peakBusy` is the busiest sampling interval's. */
+                /**
+                 * @description Each CPU's shares of the run (0 to 1); `peakBusy` is the busiest sampling
+                 *     interval's. `softirq` is the time in softirq of every kind; `netRx` and `netTx`
+                 *     count the NET_RX and NET_TX softirqs that CPU ran (/proc/softirqs): the kernel
+                 *     keeps no time per kind, so these say which CPU did the network's work, not for how long.
+                 */
                 perCpu: {
                     cpu: number;
                     busy: number;
                     softirq: number;
                     irq: number;
                     peakBusy: number;
+                    /** @description NET_RX softirqs run on this CPU over the run; null where /proc/softirqs could not be read. */
+                    netRx: number | null;
+                    netTx: number | null;
                 }[];
+                /**
+                 * @description The CPU with the highest busy share over the run, and who had it: `engine` when
+                 *     the engine process was seen on it most often (engineCore), `softirq` its softirq
+                 *     share. Null with no samples.
+                 */
+                busiest: null | {
+                    cpu: number;
+                    busy: number;
+                    softirq: number;
+                    /** @description The engine process ran on this CPU most of the run. */
+                    engine: boolean;
+                };
                 /** @description The CPU the engine process was seen on most often. */
                 engineCore: number | null;
                 /** @description That CPU's busy share over the run, everyone's work on it counted (0 to 1). */

@@ -1,14 +1,18 @@
 /** What both builtin engine processes share: the IPC entry point and their CPU clock. */
+import type { CpuTime } from '@niclab/shared/domain/figures';
 import { childErrorCode, type ChildMessage } from '../child-protocol.js';
 
 /** Sends one of the protocol's messages before the answer (ready, armed, an interval). */
 export type Send = (message: Exclude<ChildMessage<never>, { type: 'result' | 'error' }>) => void;
 
-/** User + system CPU seconds of this process since `since`. */
-export function cpuSeconds(since: NodeJS.CpuUsage): number {
+/** User and system CPU seconds of this process since `since`. */
+export function cpuSeconds(since: NodeJS.CpuUsage): CpuTime {
   const used = process.cpuUsage(since);
-  return (used.user + used.system) / 1e6;
+  return { user: used.user / 1e6, system: used.system / 1e6 };
 }
+
+/** No CPU used (an end that never started its clock). */
+export const NO_CPU: CpuTime = { user: 0, system: 0 };
 
 /**
  * Runs this process as one end of a leg: the first IPC message is the input, the answer is

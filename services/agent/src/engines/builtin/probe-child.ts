@@ -14,7 +14,7 @@ import { rttSummary } from '@niclab/shared/domain/figures';
 import type { EndFigures, Interval, ProbeFigures } from '@niclab/shared/domain/contract';
 import type { ProbeMeasured } from '@niclab/shared/domain/test-kinds/probe/measured';
 import type { UdpChildInput } from './udp-child.js';
-import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { cpuSeconds, NO_CPU, serveChild, type Send } from './child-main.js';
 import { EngineFailure } from '../child-protocol.js';
 import { parseSnmp } from '../../host-counters.js';
 import { openProbeSocket } from './probe-socket.js';
@@ -74,7 +74,7 @@ async function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildRe
       if (failure) return reject(failure);
       const received = counts.loaded.reflected + counts.idle.reflected;
       resolve({
-        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : 0, received),
+        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : NO_CPU, received),
         intervals: [],
         measured: { reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()), arrivalTimes: socket.arrivalTimes() } },
       });

@@ -10,7 +10,7 @@ import type { EndFigures, Interval } from '@niclab/shared/domain/contract';
 import { DelayHistogram } from '@niclab/shared/domain/delay-histogram';
 import { endFigures } from '@niclab/shared/domain/figures';
 import type { EndUdp, EngineParams } from '@niclab/shared/domain/task';
-import { cpuSeconds, serveChild, type Send } from './child-main.js';
+import { cpuSeconds, NO_CPU, serveChild, type Send } from './child-main.js';
 import { IntervalSampler } from './interval-sampler.js';
 import { udpPacketsPerSecond } from '@niclab/shared/domain/udp-rate';
 import { DATA, FIN, FIN_COUNT, FIN_GAP_MS, HEADER_BYTES, MAGIC } from './udp-format.js';
@@ -110,7 +110,7 @@ function receive(input: UdpChildInput, send: Send): Promise<UdpChildResult> {
       clearTimeout(grace);
       const { received, outOfOrder, duplicates } = sequences;
       const result: UdpChildResult = {
-        figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : 0, received),
+        figures: endFigures(received * packetSize, firstAt ? receivingSeconds() : 0, cpu ? cpuSeconds(cpu) : NO_CPU, received),
         intervals: sampler.finish(lastAt),
         udp: {
           received, outOfOrder, duplicates, jitterSeconds: jitter / 1e6,

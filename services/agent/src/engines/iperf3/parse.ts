@@ -24,7 +24,7 @@ export interface Iperf3Json {
     sum_sent?: Iperf3Sum;
     sum_received?: Iperf3Sum;
     streams?: { udp?: { out_of_order?: number } }[];
-    cpu_utilization_percent?: { host_total: number };
+    cpu_utilization_percent?: { host_total: number; host_user?: number; host_system?: number };
   };
 }
 
@@ -39,8 +39,8 @@ export interface Iperf3End {
 
 /**
  * One end's figures from its own iperf3 JSON: the client's sum_sent for the sender, the
- * server's sum_received for the receiver. CPU seconds are iperf3's host CPU share times the
- * end's seconds. iperf3 does not count TCP write/read calls, so those stay null; for UDP a
+ * server's sum_received for the receiver. CPU seconds are iperf3's host CPU shares (user and
+ * system) times the end's seconds. iperf3 does not count TCP write/read calls, so those stay null; for UDP a
  * call is a datagram.
  */
 export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSize: number | undefined): Iperf3End {
@@ -48,13 +48,16 @@ export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSi
   const sum = role === 'sender' ? end.sum_sent : end.sum_received;
   if (!sum) throw new Error(`iperf3 JSON has no end.${role === 'sender' ? 'sum_sent' : 'sum_received'}`);
   const udp = json.start?.test_start?.protocol === 'UDP';
-  const cpuSeconds = ((end.cpu_utilization_percent?.host_total ?? 0) / 100) * sum.seconds;
+  // iperf3's "host" shares are its own process's getrusage over the test, user and system apart.
+  const shares = end.cpu_utilization_percent;
+  const user = ((shares?.host_user ?? 0) / 100) * sum.seconds;
+  const cpu = { user, system: Math.max(0, ((shares?.host_system ?? (shares?.host_total ?? 0) - (shares?.host_user ?? 0)) / 100) * sum.seconds) };
   const lost = sum.lost_packets ?? 0;
   const packets = sum.packets ?? 0;
   const datagrams = udp ? (role === 'sender' ? packets : packets - lost) : null;
   const bytes = udp && role === 'receiver' && packetSize ? datagrams! * packetSize : sum.bytes;
   return {
-    figures: endFigures(bytes, sum.seconds, cpuSeconds, datagrams),
+    figures: endFigures(bytes, sum.seconds, cpu, datagrams),
     intervals: role === 'receiver' ? (json.intervals ?? []).map(({ sum: s }) => ({ start: s.start ?? 0, end: s.end ?? 0, bitsPerSecond: s.bits_per_second, ...(udp && s.jitter_ms !== undefined ? { jitterSeconds: s.jitter_ms / 1000 } : {}) })) : [],
     retransmits: !udp && role === 'sender' ? (sum.retransmits ?? null) : null,
     udp: !udp

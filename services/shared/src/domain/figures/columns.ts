@@ -81,6 +81,8 @@ export const COLUMNS: readonly Column[] = [
   column('returnDelayP99Seconds', 'return delay p99', 'probeOneWayDelaySeconds', undefined, worst((f) => f.probe?.loaded.oneWayDelaySeconds?.return.p99)),
   column('senderCpuSeconds', 'sender CPU', 'endCpuSeconds', (f) => f.sender?.cpuSeconds),
   column('receiverCpuSeconds', 'receiver CPU', 'endCpuSeconds', (f) => f.receiver?.cpuSeconds),
+  column('senderServiceDemand', 'sender service demand', 'serviceDemand', (f) => f.sender?.serviceDemand?.microsecondsPerKilobyte),
+  column('receiverServiceDemand', 'receiver service demand', 'serviceDemand', (f) => f.receiver?.serviceDemand?.microsecondsPerKilobyte),
 ];
 
 /** The column of a name, or undefined. */

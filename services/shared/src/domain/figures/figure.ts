@@ -24,6 +24,8 @@ export type Unit =
   | 'calls/s'
   | 's/Gbit'
   | 's/bit'
+  /** CPU microseconds per KB (1,024 B) moved: netperf's service demand. */
+  | 'us/KB'
   | 'percent'
   | 'runs'
   | 'jobs'
