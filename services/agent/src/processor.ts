@@ -13,6 +13,7 @@ import type { Tuner } from './tuning.js';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import { counterDelta, readCounters, readEnvironment, readInterface } from './interfaces.js';
 import { HostWatch } from './host-counters.js';
+import { pathMtuMessage, provePathMtu } from './path-mtu.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;
@@ -74,6 +75,13 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     return report(error, rest);
   };
   try {
+    // A sender proves the path carries the MTU the run set before it measures anything at it.
+    if (task.role === 'sender' && task.tuning.mtu !== undefined) {
+      const proof = await provePathMtu(task.interface, task.peer.address, task.tuning.mtu, signal).catch((error: Error) => error);
+      if (proof instanceof Error) return await restoreThenReport(signal.aborted ? { code: 'canceled', message: proof.message } : { code: 'path_mtu', message: `the path's MTU could not be probed: ${proof.message}` });
+      diagnostics.pathMtu = proof;
+      if (!proof.passed) return await restoreThenReport({ code: 'path_mtu', message: pathMtuMessage(proof, `${deps.agentId}:${task.interface}`, task.peer.address) });
+    }
     // Read again: tuning may change what the interface reports (its MTU).
     return await measure({ task, engine, signal, deps, channel, diagnostics, report: restoreThenReport, log, reading: readInterface(task.interface) });
   } finally {

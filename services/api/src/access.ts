@@ -76,8 +76,9 @@ export function checkLimits(
   root = 'body',
 ): void {
   const limits = principal.limits;
-  if (spec.tuning && !includes(principal.scope, 'admin')) {
-    throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field: `${root}.tuning`, message: 'needs the "admin" scope' }], { rule: 'scope' });
+  if ((spec.tuning || spec.sweep?.mtu) && !includes(principal.scope, 'admin')) {
+    const field = spec.tuning ? `${root}.tuning` : `${root}.sweep.mtu`;
+    throw new HttpProblem(403, 'forbidden', 'Tuning changes lab hosts; it needs the "admin" scope.', [{ field, message: 'needs the "admin" scope' }], { rule: 'scope' });
   }
   // An engine's parameters depend on the sweep point only: check each point once, not each run.
   const points = sweepPoints(spec);

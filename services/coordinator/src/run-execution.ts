@@ -7,7 +7,7 @@ import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import { legsOf, paramsAt, runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
+import { legsOf, paramsAt, runSpec, tuningAt, type PlannedRun } from '@niclab/shared/domain/plan';
 import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/flow-tests';
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
@@ -60,8 +60,17 @@ export class RunExecution {
   private readonly pair: number | undefined;
   private readonly sink: RunSink = {
     ready: (reply) => void this.ready.set(reply.leg, reply),
-    report: (report) => void (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report),
+    report: (report) => {
+      (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report);
+      // A sender that found the path does not carry the run's MTU never sends: its receiver
+      // would wait out the run for nothing, so the run ends now (the receiver reports canceled).
+      if (report.role === 'sender' && report.error?.code === 'path_mtu' && !this.abandoned) {
+        this.abandoned = true;
+        void this.abandon().catch((error: Error) => this.log.warn({ err: error }, 'ending the run after its path MTU failed'));
+      }
+    },
   };
+  private abandoned = false;
 
   private readonly targets: LeaseTarget[];
   /** Whether this coordinator still holds the job: a result is stored only while it does. */
@@ -147,7 +156,7 @@ export class RunExecution {
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
     // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).
     const base = legs.map((leg) => ({
-      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(spec.tuning ? { tuning: spec.tuning } : {}),
+      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(tuningAt(spec, run.point) ? { tuning: tuningAt(spec, run.point) } : {}),
     }));
     await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base[i]!, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
     // Receivers get half the setup allowance to start; the other half is the senders' margin.

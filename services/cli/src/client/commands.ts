@@ -100,7 +100,8 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
              [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
-      dir (forward,reverse,bidir); --both-directions is --sweep dir=forward,reverse.
+      dir (forward,reverse,bidir), mtu (each end's interface, admin: the path is proven
+      first); --both-directions is --sweep dir=forward,reverse.
       --with-rr: latency under load, an rr flow (builtin, 1 connection, TCP_NODELAY) beside
       each path, alone for --idle seconds (default 3; 0: none) before the load starts; the
       table shows idle and loaded round trips side by side. --with-probe: the same with the

@@ -75,6 +75,7 @@ const SWEEP_NAMES: Record<string, { field: keyof NonNullable<JobSpec['sweep']>; 
   request: { field: 'requestSize', parse: (v) => parseSize(v, '--sweep request') },
   response: { field: 'responseSize', parse: (v) => parseSize(v, '--sweep response') },
   dir: { field: 'direction', parse: (v) => direction(v) },
+  mtu: { field: 'mtu', parse: (v) => integer(v, '--sweep mtu') },
 };
 
 function direction(text: string): 'forward' | 'reverse' | 'bidir' {

@@ -749,6 +749,12 @@ export interface components {
             repeat?: number | components["schemas"]["AdaptiveRepeat"];
             /** @description Each list is a dimension; runs cover the cartesian product. */
             sweep?: {
+                /**
+                 * @description The MTU set on every end's interface for the point's runs, as `tuning.mtu` (admin
+                 *     only; the outermost dimension, so each MTU's runs are together). Each run first
+                 *     proves the path carries it (see `EndDiagnostics.pathMtu`).
+                 */
+                mtu?: number[];
                 bufferLength?: number[];
                 socketBuffer?: number[];
                 streams?: number[];
@@ -1588,7 +1594,7 @@ export interface components {
          *     each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
@@ -1666,6 +1672,7 @@ export interface components {
         };
         /** @description The sweep values of this run (empty when the job has no sweep). */
         SweepPoint: {
+            mtu?: number;
             bufferLength?: number;
             socketBuffer?: number;
             streams?: number;
@@ -2026,6 +2033,28 @@ export interface components {
              * @description When the engine of this end ended (its clock).
              */
             engineEndedAt?: string;
+            /**
+             * @description A sender's proof, before its engine, that the path to its receiver carries the MTU the
+             *     run set (`tuning.mtu`, `sweep.mtu`): ICMP echoes with don't-fragment set (`ping -M do`)
+             *     of the MTU's size as IP packets. When the MTU's size got no answer, the largest size
+             *     that did (found by halving) and who refused: the sender's own interface (the kernel
+             *     said so), a router (its ICMP "fragmentation needed"), or a hop that sends nothing (a
+             *     bridge, a switch port, the receiver's interface: the frame is dropped). The run then
+             *     fails with `path_mtu`, and no figure is reported for it.
+             */
+            pathMtu?: {
+                /** @description The IP packet size proven (the interface's MTU). */
+                mtu: number;
+                passed: boolean;
+                /** @description The largest IP packet size that got an answer (`mtu` when it passed); null when none did. */
+                largestPassed: number | null;
+                /** @description Who refused the MTU's size, as a person reads it; null when it passed. */
+                refusedBy: string | null;
+                /** @description Echoes sent. */
+                probes: number;
+                /** @description How long the proof took. */
+                seconds: number;
+            };
             /** @description The host under this end at the time of the run, for comparisons. */
             environment?: {
                 kernel: string;

@@ -27,7 +27,8 @@ export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration
   return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 
-export const DIMENSIONS = ['direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+/** In sweep order, the outermost first: each MTU's runs together (changing it relinks the interface). */
+export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 /** How many runs a point gets: `min` always, up to `max` while the interval is too wide. */
@@ -105,6 +106,11 @@ export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): Engi
   // A latency flow's idle baseline is part of its own run: it starts with the run, the load after it.
   const idle = flowIndex !== undefined && kind.latency && job.idleBaseline ? { duration: params.duration + job.idleBaseline, idleSeconds: job.idleBaseline } : {};
   return { ...params, ...kind.params(spec, point), ...idle };
+}
+
+/** The tuning a run at `point` applies: the spec's, with the swept MTU over its own. */
+export function tuningAt(spec: JobSpec, point: SweepPoint): JobSpec['tuning'] {
+  return point.mtu === undefined ? spec.tuning : { ...spec.tuning, mtu: point.mtu };
 }
 
 /** The directions a run at `point` carries data in: the swept one, else the spec's. */

@@ -49,6 +49,7 @@ function dimensionAxis(d: Dimension, points: SweepPoint[]): DimensionAxis {
     case 'socketBuffer': return KIB('socket buffer', d);
     case 'requestSize': return KIB('request size', d);
     case 'responseSize': return KIB('response size', d);
+    case 'mtu': return axisOf('MTU (B)', 'quantitative', (p) => p.mtu!);
     case 'packetSize': return byRatio(axisOf('datagram payload (B)', 'quantitative', (p) => p.packetSize!));
     case 'streams': return byRatio(axisOf('parallel streams', 'quantitative', (p) => p.streams!));
     case 'noDelay': return axisOf('TCP_NODELAY', 'ordinal', (p) => String(p.noDelay));

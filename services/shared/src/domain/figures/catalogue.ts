@@ -560,6 +560,22 @@ export const FIGURES: readonly Figure[] = [
     fields: ['FlowResult.diagnostics.*.host.cpu.*', 'FlowResult.diagnostics.*.host.cpu.perCpu[].*', 'FlowResult.diagnostics.*.host.cpu.busiest.*'],
   },
   {
+    name: 'pathMtu',
+    meaning: "A sender's proof that the path carries the run's MTU with don't-fragment set: the size proven, the largest that got an answer, the echoes it took and how long.",
+    unit: 'B', display: WHOLE('B'), better: null, domain: POSITIVE,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: "ping -M do of the MTU's size as an IP packet (3 tries), then halving between 68 B and the MTU for the largest size answered; seconds on the agent's clock.",
+    reference: { kind: 'bare-tool', against: "the test's own ping -M do from the sender's namespace: 1500 B answered and 1501 not, through a bridge at 1500", test: 'test/lab/mtu.test.ts', case: "as the test's own ping finds" },
+    answers: {
+      zero: 'Absent on runs that set no MTU; largestPassed null when not even the smallest echo was answered.',
+      directions: "Each leg's sender proves its own path to its receiver (a reverse leg's sender is the flow's `to` end).",
+      flows: 'One proof per leg; several flows prove each of their paths.',
+      stall: 'Made before the engine: a run whose proof fails measures nothing.',
+      wire: 'IP packet sizes, as an MTU is: the echo payload is 28 B less (IPv4), 48 B (IPv6).',
+    },
+    fields: ['FlowResult.diagnostics.*.pathMtu.*'],
+  },
+  {
     name: 'tcpTimes',
     meaning: "A TCP sender's TCP_INFO chronograph, summed over its connections: seconds it had data to send, and of those the seconds the receiver's window or its own send buffer held it back.",
     unit: 's', display: SECONDS, better: null, domain: COUNT,
