@@ -997,4 +997,20 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/lab/mtu.test.ts'],
     pattern: 'sweep of MTU',
   },
+  {
+    id: 'lease-grant-unreplicated',
+    what: 'a lease granted on the master alone starts its run: after a failover the new master does not know it, and a second run can take the interface',
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'if (!blocked && (await this.grantReplicated())) return (held = true);',
+    to: 'if (!blocked) return (held = true);',
+    tests: ['test/faults/redis-wait.test.ts'],
+  },
+  {
+    id: 'ack-without-wait',
+    what: 'a 202 is sent before any replica has the job: a failover right after loses an acknowledged job',
+    file: 'services/api/src/durability.ts',
+    from: '  if (!waiter) return;',
+    to: '  if (!waiter || waiter) return;',
+    tests: ['test/faults/redis-wait.test.ts'],
+  },
 ];

@@ -12,6 +12,7 @@ import type { ChangeStore } from '@niclab/shared/stores/changes';
 import type { Results } from '@niclab/shared/stores/results';
 import { Keys } from '@niclab/shared/stores/keys';
 import { Leases, type LeaseTarget } from '@niclab/shared/stores/leases';
+import { waitForReplicas } from '@niclab/shared/stores/replication';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
 import { jobFinding } from '@niclab/shared/domain/finding';
@@ -23,6 +24,8 @@ import { JOB_LOST, SHUTDOWN } from './run-outcome.js';
 
 /** How often a job waiting for interface leases tries again. */
 const LEASE_RETRY_MS = 200;
+/** What a job waits for while its lease grants reach too few Redis replicas (`waitingFor`). */
+const REPLICAS_LABEL = 'Redis replicas (the lease grant is not on enough of them yet)';
 /** How often a coordinator deletes what retention no longer keeps. */
 const RETENTION_SWEEP_MS = 10 * 60 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
@@ -72,6 +75,8 @@ export class Coordinator {
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
+  /** WAIT blocks its connection: the lease grants' own, when grants must reach replicas (NICLAB_REDIS_WAIT_REPLICAS). */
+  private readonly replicaWaiter: Redis | null;
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly concurrency = 8) {
     this.keys = new Keys(config.prefix);
@@ -80,6 +85,7 @@ export class Coordinator {
     ({ store: this.store, results: this.results, changes: this.changes } = jobStore(this.redis, this.keys, config.changes));
     this.registry = new AgentRegistry(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
+    this.replicaWaiter = config.redisWaitReplicas > 0 ? createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator-wait' }) : null;
     this.cancels = new CancelBus(this.redis, this.keys);
     this.runDeps = {
       redis: this.redis, redisGaps: new RedisGaps(this.redis), keys: this.keys, store: this.store, registry: this.registry, leases: this.leases, cancels: this.cancels,
@@ -141,6 +147,7 @@ export class Coordinator {
     this.stopped = true;
     for (const connection of this.idleBlocking.splice(0)) connection.disconnect();
     this.subscriber.disconnect();
+    this.replicaWaiter?.disconnect();
     await this.redis.quit().catch(() => undefined);
   }
 
@@ -281,8 +288,11 @@ export class Coordinator {
     try {
       while (!signal.aborted) {
         const blocked = await this.leases.acquire(runId, targets, waiter);
-        if (!blocked) return (held = true);
-        const label = `${blocked.target.agent}:${blocked.target.interface}`;
+        if (!blocked && (await this.grantReplicated())) return (held = true);
+        // A grant no replica confirmed is let go: after a failover the new master would not
+        // know it, and another coordinator could grant the same interface to a second run.
+        if (!blocked) await this.leases.release(runId, targets);
+        const label = blocked ? `${blocked.target.agent}:${blocked.target.interface}` : REPLICAS_LABEL;
         if (label !== waitingFor) {
           waitingFor = label;
           await this.store.setWaiting(jobId, [label]);
@@ -294,6 +304,15 @@ export class Coordinator {
       if (!held) await this.leases.leave(jobId, targets).catch(() => undefined);
       if (waitingFor) await this.store.setWaiting(jobId, null);
     }
+  }
+
+  /** Whether the lease grant just made reached the replicas it must be on (always, without WAIT). */
+  private async grantReplicated(): Promise<boolean> {
+    if (!this.replicaWaiter) return true;
+    const { redisWaitReplicas: replicas, redisWaitMs: timeoutMs } = this.config;
+    const confirmed = await waitForReplicas(this.replicaWaiter, this.keys, replicas, timeoutMs).catch(() => 0);
+    if (confirmed < replicas) this.log.warn({ confirmed, replicas, timeoutMs }, 'a lease grant reached too few Redis replicas: let go, asked again');
+    return confirmed >= replicas;
   }
 
   private queueFor(agentId: string): Queue {

@@ -1605,7 +1605,9 @@ export interface components {
              *     it, or a job that began to wait earlier is ahead in its queue. Leases are first come
              *     first served on each interface: a job's first run waits from its submission, each
              *     later run from when it asks, so jobs that share interfaces take turns. A job waiting
-             *     for its first run's leases stays `queued`.
+             *     for its first run's leases stays `queued`. With NICLAB_REDIS_WAIT_REPLICAS, a grant
+             *     that did not reach the replicas in time is let go and asked again: the job then waits
+             *     for `Redis replicas (...)`.
              */
             waitingFor: string[] | null;
             spec: components["schemas"]["JobSpec"];
