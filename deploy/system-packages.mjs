@@ -24,11 +24,11 @@ const START = [
   { command: 'iperf3', packages: ['iperf3'], why: 'the iperf3 engine' },
   { command: 'ethtool', packages: ['ethtool'], why: "the agent reads each interface's driver, offloads and counters" },
   { command: 'setpriv', packages: ['util-linux'], why: 'engines die with their agent (--pdeathsig)' },
+  { command: 'ping', packages: ['iputils-ping'], why: "the agent proves a path carries a run's MTU (ping -M do) before it measures at it" },
 ];
 const TEST = [
   ...START,
   { command: 'irtt', packages: ['irtt'], why: 'the reference for round trips in the latency, queue and probe lab tests' },
-  { command: 'ping', packages: ['iputils-ping'], why: "the kernel-stamped reference for the probe's idle round trip" },
   { command: 'openssl', packages: ['openssl'], why: 'the HTTPS test makes a self-signed certificate' },
   { command: 'curl', packages: ['curl'], why: "the README's tour, which a test runs" },
   { command: 'jq', packages: ['jq'], why: "the README's tour" },

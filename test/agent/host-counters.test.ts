@@ -10,7 +10,7 @@ test('Ip counters from /proc/net/snmp and /proc/net/snmp6: the fragments made an
 });
 
 test('NET_RX and NET_TX per CPU from /proc/softirqs, by the CPU numbers of its header; none without the lines', () => {
-  // As this kernel prints it, with a CPU missing from the middle (offline CPUs have no column).
+  // As this kernel prints it, with the columns' CPU numbers read from the header rather than counted.
   const text = [
     '                    CPU0       CPU2       ',
     '          HI:          0          0',

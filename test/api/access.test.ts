@@ -121,10 +121,13 @@ describe('tokens and scopes', () => {
     assert.equal((await as(admin, 'delete', `/v1/jobs/${theirs}`)).status, 202);
   });
 
-  test('tuning needs admin', async () => {
+  test('tuning needs admin, and so does a sweep of the MTU', async () => {
     const res = await as(runner, 'post', '/v1/jobs').send(spec({ tuning: { mtu: 9000 } }));
     assert.equal(res.status, 403);
     assert.equal(res.body.errors[0].field, 'body.tuning');
+    const swept = await as(runner, 'post', '/v1/jobs').send(spec({ sweep: { mtu: [1500, 9000] } }));
+    assert.equal(swept.status, 403);
+    assert.equal(swept.body.errors[0].field, 'body.sweep.mtu');
   });
 
   test('schedules belong to their creator: another run token may not pause or delete them', async () => {

@@ -68,6 +68,8 @@ describe('bad input never becomes a job', () => {
     ['an ethtool setting niclab does not change', spec({ tuning: { ethtool: { 'rx-flow-hash': 'on' } } }), 422, 'body.tuning.ethtool.rx-flow-hash'],
     ['an offload that is not on/off', spec({ tuning: { ethtool: { gro: 3 } } }), 422, 'body.tuning.ethtool.gro'],
     ['a qdisc outside the allow-list', spec({ tuning: { qdisc: { kind: 'netem' } } }), 422, 'body.tuning.qdisc.kind'],
+    ['an MTU swept and set at once', spec({ tuning: { mtu: 4000 }, sweep: { mtu: [1500, 9000] } }), 422, 'body.tuning.mtu'],
+    ['an MTU below IPv4\'s least', spec({ sweep: { mtu: [1500, 60] } }), 422, 'body.sweep.mtu[1]'],
     ['a pfifo limit of 0 packets', spec({ tuning: { qdisc: { kind: 'pfifo', limit: 0 } } }), 422, 'body.tuning.qdisc.limit'],
     ['a pfifo limit over 1,000,000 packets', spec({ tuning: { qdisc: { kind: 'pfifo', limit: 1_000_001 } } }), 422, 'body.tuning.qdisc.limit'],
     ['a bfifo limit under one full packet', spec({ tuning: { qdisc: { kind: 'bfifo', limit: 100 } } }), 422, 'body.tuning.qdisc.limit'],

@@ -264,7 +264,8 @@ export class HostWatch {
         if (a && b && b.total > a.total) peakBusy = Math.max(peakBusy, 1 - (b.idle - a.idle) / (b.total - a.total));
       }
       const [b, a] = [softirqsBefore?.get(end.cpu), softirqsAfter?.get(end.cpu)];
-      const net = (kind: 'netRx' | 'netTx') => (a && b ? a[kind] - b[kind] : null);
+      // Each CPU's count is a 32-bit unsigned int in the kernel: a wrap is a delta still.
+      const net = (kind: 'netRx' | 'netTx') => (a && b ? (a[kind] - b[kind] + 2 ** 32) % 2 ** 32 : null);
       return { cpu: end.cpu, busy: 1 - (end.idle - start.idle) / total, softirq: (end.softirq - start.softirq) / total, irq: (end.irq - start.irq) / total, peakBusy, netRx: net('netRx'), netTx: net('netTx') };
     });
     const engineCore = [...this.cores.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;

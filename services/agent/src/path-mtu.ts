@@ -35,7 +35,8 @@ function echo(iface: string, address: string, size: number, signal: AbortSignal)
     execFile('ping', args, { timeout: 5_000, signal }, (error, stdout, stderr) => {
       if (signal.aborted) return reject(signal.reason instanceof Error ? signal.reason : new Error('canceled'));
       const text = `${stdout}\n${stderr}`;
-      const local = /message too long, mtu=(\d+)/.exec(text);
+      // iputils prints `mtu=1500` for IPv4, `mtu: 1500` for IPv6.
+      const local = /message too long, mtu[=:] ?(\d+)/.exec(text);
       const router = /From (\S+) icmp_seq=\d+ Frag needed and DF set \(mtu = (\d+)\)/.exec(text) ?? /From (\S+) icmp_seq=\d+ Packet too big: mtu=(\d+)/.exec(text);
       const refusal = local ? `the sender's own interface ${iface} (its MTU ${local[1]})` : router ? `the router ${router[1]} (its next link's MTU ${router[2]}, by ICMP)` : null;
       // ping exits 0 when answered, 1 when not, 2 on other errors (no route, a bad address).

@@ -14,6 +14,7 @@ import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
 import { counterDelta, readCounters, readEnvironment, readInterface } from './interfaces.js';
 import { HostWatch } from './host-counters.js';
 import { pathMtuMessage, provePathMtu } from './path-mtu.js';
+import { abortError } from './engines/child.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;
@@ -78,7 +79,7 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
     // A sender proves the path carries the MTU the run set before it measures anything at it.
     if (task.role === 'sender' && task.tuning.mtu !== undefined) {
       const proof = await provePathMtu(task.interface, task.peer.address, task.tuning.mtu, signal).catch((error: Error) => error);
-      if (proof instanceof Error) return await restoreThenReport(signal.aborted ? { code: 'canceled', message: proof.message } : { code: 'path_mtu', message: `the path's MTU could not be probed: ${proof.message}` });
+      if (proof instanceof Error) return await restoreThenReport(signal.aborted ? abortError(signal) : { code: 'path_mtu', message: `the path's MTU could not be probed: ${proof.message}` });
       diagnostics.pathMtu = proof;
       if (!proof.passed) return await restoreThenReport({ code: 'path_mtu', message: pathMtuMessage(proof, `${deps.agentId}:${task.interface}`, task.peer.address) });
     }

@@ -751,8 +751,8 @@ export interface components {
             sweep?: {
                 /**
                  * @description The MTU set on every end's interface for the point's runs, as `tuning.mtu` (admin
-                 *     only; the outermost dimension, so each MTU's runs are together). Each run first
-                 *     proves the path carries it (see `EndDiagnostics.pathMtu`).
+                 *     only; the outermost dimension, so each MTU's runs are together), never beside a
+                 *     `tuning.mtu`. Each run first proves the path carries it (see `EndDiagnostics.pathMtu`).
                  */
                 mtu?: number[];
                 bufferLength?: number[];
@@ -791,7 +791,7 @@ export interface components {
                 };
                 qdisc?: components["schemas"]["QdiscTuning"];
             };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /**
          * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
          *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
@@ -1742,8 +1742,10 @@ export interface components {
             /**
              * @description netperf's service demand, from this end's engine process alone: its CPU microseconds
              *     per KB (1,024 bytes) of payload it moved (`bytes`), in all and split into user and
-             *     system time. Null when it moved no bytes. netperf divides the whole host's CPU instead;
-             *     this end's host-wide shares, softirq included, are in `diagnostics.*.host.cpu`.
+             *     system time. Null when it moved no bytes, for rr and probe ends (their bytes are the
+             *     requests, not what the CPU was for) and where iperf3 gave no CPU shares. netperf
+             *     divides the whole host's CPU instead; this end's host-wide shares, softirq included,
+             *     are in `diagnostics.*.host.cpu`.
              */
             serviceDemand: null | {
                 /** @description cpuSeconds × 1e6 / (bytes / 1024). */

@@ -209,9 +209,13 @@ type Busiest = NonNullable<HostCounters['cpu']['busiest']>;
 /**
  * Who had the busiest CPU: softirq when it took half the CPU's busy time or more (the kernel's
  * packet work, NET_RX and NET_TX, beside timers and the rest), else the engine when it ran there
- * most of the run, else another task.
+ * most of the run and its own CPU (`engineShare` of a core) was at least half of the rest, else
+ * another task.
  */
-export const busiestBy = (b: Busiest): 'softirq' | 'the engine' | 'another task' => (b.softirq >= b.busy / 2 ? 'softirq' : b.engine ? 'the engine' : 'another task');
+export const busiestBy = (b: Busiest, engineShare: number | null): 'softirq' | 'the engine' | 'another task' => {
+  if (b.busy > 0 && b.softirq >= b.busy / 2) return 'softirq';
+  return b.engine && engineShare !== null && engineShare >= (b.busy - b.softirq) / 2 ? 'the engine' : 'another task';
+};
 /**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
@@ -228,7 +232,7 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
     c.engine !== null ? `the engine used ${pct(c.engine)} of a core` : null,
     c.core !== null ? `its core (cpu${c.coreId}) was ${pct(c.core)} busy` : null,
     c.wait !== null ? `the engine waited for a CPU ${pct(c.wait)} of the run` : null,
-    c.busiest ? `the busiest CPU, cpu${c.busiest.cpu}, was ${pct(c.busiest.busy)} busy (${pct(c.busiest.softirq)} softirq), mostly ${busiestBy(c.busiest)}` : null,
+    c.busiest ? `the busiest CPU, cpu${c.busiest.cpu}, was ${pct(c.busiest.busy)} busy (${pct(c.busiest.softirq)} softirq), mostly ${busiestBy(c.busiest, c.engine)}` : null,
   ].filter(Boolean).join(', ');
 
 /**

@@ -11,9 +11,11 @@ const KB = 1024;
 
 /**
  * nttcp's derived columns from its four measured ones, and netperf's service demand (CPU µs per
- * KB moved). Rates are 0 where the divisor is 0; the service demand is null when no byte moved.
+ * KB moved). Rates are 0 where the divisor is 0; the service demand is null when no byte moved,
+ * and without `perByte` (a request/response or probe end, whose bytes are its requests, not
+ * what its CPU was for; an engine that gave no CPU figure).
  */
-export function endFigures(bytes: number, realSeconds: number, cpu: CpuTime, calls: number | null): EndFigures {
+export function endFigures(bytes: number, realSeconds: number, cpu: CpuTime, calls: number | null, perByte = true): EndFigures {
   const per = (value: number, seconds: number) => (seconds > 0 ? Math.round((value / seconds) * 1000) / 1000 : 0);
   const micro = (seconds: number) => Math.round(seconds * 1e6) / 1e6;
   const cpuSeconds = cpu.user + cpu.system;
@@ -29,7 +31,7 @@ export function endFigures(bytes: number, realSeconds: number, cpu: CpuTime, cal
     cpuBitsPerSecond: per(bytes * 8, cpuSeconds),
     realCallsPerSecond: calls === null ? null : per(calls, realSeconds),
     cpuCallsPerSecond: calls === null ? null : per(calls, cpuSeconds),
-    serviceDemand: bytes > 0
+    serviceDemand: perByte && bytes > 0
       ? { microsecondsPerKilobyte: demand(cpuSeconds), userMicrosecondsPerKilobyte: demand(cpu.user), systemMicrosecondsPerKilobyte: demand(cpu.system) }
       : null,
   };

@@ -27,7 +27,7 @@ export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration
   return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 
-/** In sweep order, the outermost first: each MTU's runs together (changing it relinks the interface). */
+/** In sweep order, the outermost first: each MTU's runs together, as a person would make them. */
 export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 

@@ -38,7 +38,7 @@ export const RUN_ERRORS = {
   interface_down: { meaning: 'The named interface is down.', retryable: false, fault: 'host' },
   no_address: { meaning: 'The named interface has no address to bind to.', retryable: false, fault: 'host' },
   tuning_failed: { meaning: "The job's tuning could not be applied on an end's host.", retryable: false, fault: 'host' },
-  path_mtu: { meaning: "The path did not carry the run's MTU with don't-fragment set: the message names the largest size that passed and who refused (diagnostics.sender.pathMtu).", retryable: false, fault: 'lab' },
+  path_mtu: { meaning: "The path did not carry the run's MTU with don't-fragment set: the message names the largest size that passed and who refused (diagnostics.sender.pathMtu).", retryable: false, fault: 'lab', cause: true },
   enqueue_failed: { meaning: 'The job was stored but could not be queued.', retryable: false, fault: 'niclab' },
   not_runnable: { meaning: "A schedule's firing could not run its spec against the inventory of the moment.", retryable: false, fault: 'user' },
   over_limit: { meaning: "A schedule's firing broke its owner's policy limits (its group grew past maxRunsPerJob, or the policy changed); the message names the limit.", retryable: false, fault: 'user' },

@@ -74,7 +74,7 @@ async function reflect(input: ProbeChildInput, send: Send): Promise<ProbeChildRe
       if (failure) return reject(failure);
       const received = counts.loaded.reflected + counts.idle.reflected;
       resolve({
-        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : NO_CPU, received),
+        figures: endFigures(received * packetSize, firstAt ? (lastAt - firstAt) / 1000 : 0, cpu ? cpuSeconds(cpu) : NO_CPU, received, false),
         intervals: [],
         measured: { reflector: { loaded: counts.loaded, ...(input.params.idleSeconds ? { idle: counts.idle } : {}), rcvbufErrors: delta(drops0, rcvbufErrors()), arrivalTimes: socket.arrivalTimes() } },
       });
@@ -218,7 +218,7 @@ async function probe(input: ProbeChildInput): Promise<ProbeChildResult> {
     figures.idle = idle;
     figures.rttIncreaseSeconds = rttIncrease(loaded, idle);
   }
-  return { figures: endFigures(slots * packetSize, realSeconds, cpuUsed, slots), intervals: [], measured: { probe: figures } };
+  return { figures: endFigures(slots * packetSize, realSeconds, cpuUsed, slots, false), intervals: [], measured: { probe: figures } };
 }
 
 /**

@@ -78,7 +78,7 @@ async function request(input: TcpChildInput): Promise<RrChildResult> {
   if (loaded.length === 0) throw new EngineFailure('no_data', 'no transaction completed under the load');
   // An end that came up after the idle baseline had ended has none: no idle figure, rather than 0 ms.
   const rr = rrFigures(sizes, loaded, (end - Math.max(t0, loadAt)) / 1000, idleSeconds > 0 && idle.length > 0 ? { rtts: idle, seconds: Math.max(0, loadAt - t0) / 1000 } : undefined);
-  return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions), intervals: [], measured: { rr }, ...socketBuffers };
+  return { figures: endFigures(transactions * sizes.requestSize, realSeconds, cpuSeconds(cpu), transactions, false), intervals: [], measured: { rr }, ...socketBuffers };
 }
 
 serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send, (socket) => responder(socket, input.params.rr!)) : request(input)));

@@ -57,7 +57,7 @@ export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSi
   const datagrams = udp ? (role === 'sender' ? packets : packets - lost) : null;
   const bytes = udp && role === 'receiver' && packetSize ? datagrams! * packetSize : sum.bytes;
   return {
-    figures: endFigures(bytes, sum.seconds, cpu, datagrams),
+    figures: endFigures(bytes, sum.seconds, cpu, datagrams, shares !== undefined),
     intervals: role === 'receiver' ? (json.intervals ?? []).map(({ sum: s }) => ({ start: s.start ?? 0, end: s.end ?? 0, bitsPerSecond: s.bits_per_second, ...(udp && s.jitter_ms !== undefined ? { jitterSeconds: s.jitter_ms / 1000 } : {}) })) : [],
     retransmits: !udp && role === 'sender' ? (sum.retransmits ?? null) : null,
     udp: !udp
