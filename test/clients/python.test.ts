@@ -37,7 +37,9 @@ test("the README's Python example, as written: the job, its report, a comparison
   const jobs = (await niclab.client.call('listJobs', 'GET', '/v1/jobs?limit=10')).body.items as { id: string; spec: { labels: Record<string, string> } }[];
   const job = (await niclab.client.job(jobs.find((j) => j.spec.labels.script === 'readme')!.id)).body;
   const mbit = job.runs.map((r: { flows: { bitsPerSecond: number }[] }) => Math.round(r.flows[0]!.bitsPerSecond / 1e5) / 10);
-  assert.ok(lines.includes(`succeeded [${mbit.join(', ')}] Mbit/s`), `the runs the API recorded (${mbit.join(', ')}):\n${out}`);
+  // As Python prints a float: a whole number keeps its ".0" (2201.0, which JavaScript prints 2201).
+  const printed = mbit.map((v: number) => (Number.isInteger(v) ? v.toFixed(1) : String(v))).join(', ');
+  assert.ok(lines.includes(`succeeded [${printed}] Mbit/s`), `the runs the API recorded (${printed}):\n${out}`);
   const table = await (await fetch(`${niclab.client.base}/v1/jobs/${job.id}/report?format=table`)).text();
   assert.ok(out.includes(table.trimEnd()), 'the report table as the API renders it');
   assert.match(out, /^against itself: \['no significant change'\]$/m);

@@ -55,17 +55,17 @@ describe('the path MTU proven before a run at it', { skip: NOT_ROOT }, () => {
     }
   });
 
-  test('with the bridge at 9000, a sweep of MTU 1500/4000/9000: each point proven and run at its MTU, its throughput and CPU per KB reported beside bare iperf3 at the same MTU', async (ctx) => {
+  test('with the bridge at 9000, a sweep of MTU 1500/4000/9000: each point proven and run at its MTU, its throughput and CPU per KB beside bare iperf3 at the same MTU', async (ctx) => {
     const [a, b] = t.lab.hosts as [typeof t.lab.hosts[0], typeof t.lab.hosts[0]];
     const sizes = [1500, 4000, 9000];
-    const job = await t.client.succeed({ engine: 'builtin', duration: 2, sweep: { mtu: sizes }, flows: [flow('A', 'B')] }, 120_000);
+    const job = await t.client.succeed({ engine: 'builtin', duration: 1, sweep: { mtu: sizes }, flows: [flow('A', 'B')] }, 120_000);
     assert.deepEqual(job.runs.map((r: { point: { mtu: number } }) => r.point.mtu), sizes, 'one run per MTU, in order');
     for (const [i, mtu] of sizes.entries()) {
       const f = job.runs[i].flows[0];
       await Promise.all([a, b].map((h) => command('ip', ['-n', h.namespace, 'link', 'set', 'eth1', 'mtu', String(mtu)])));
       let bare;
       try {
-        bare = await bareIperf3(a, b, 2);
+        bare = await bareIperf3(a, b, 1);
       } finally {
         await Promise.all([a, b].map((h) => command('ip', ['-n', h.namespace, 'link', 'set', 'eth1', 'mtu', '1500'])));
       }
@@ -74,11 +74,9 @@ describe('the path MTU proven before a run at it', { skip: NOT_ROOT }, () => {
       assert.deepEqual(f.diagnostics.sender.pathMtu, { ...f.diagnostics.sender.pathMtu, mtu, passed: true, largestPassed: mtu, refusedBy: null });
       assert.ok(f.diagnostics.sender.pathMtu.seconds < 1, 'a path that carries the MTU is proven by its first echoes');
       for (const end of ['sender', 'receiver'] as const) assert.equal(f.diagnostics[end].environment.mtu, mtu, `${end}'s interface at the point's MTU during its run`);
-      // Beside bare iperf3 at the same MTU, as figures only: this file runs in the concurrent
-      // tier, where a neighbour's load moved niclab's rate at 1500 to 2,156 Mbit/s against
-      // bare's 16,052 measured seconds later (alone: 14,213 against 16,589). A ratio belongs
-      // to a serial test.
-      assert.ok(f.bitsPerSecond > 0 && bareRate > 0);
+      // Beside bare iperf3 at the same MTU (this file runs alone): the builtin TCP stream was
+      // 0.73-0.86 of it here, 0.64-0.82 on a quiet lab in issue 28's measurements.
+      assert.ok(f.bitsPerSecond >= 0.5 * bareRate, `MTU ${mtu}: ${mbit(f.bitsPerSecond).toFixed(0)} against bare ${mbit(bareRate).toFixed(0)} Mbit/s`);
     }
   });
 });
