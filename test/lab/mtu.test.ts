@@ -74,9 +74,11 @@ describe('the path MTU proven before a run at it', { skip: NOT_ROOT }, () => {
       assert.deepEqual(f.diagnostics.sender.pathMtu, { ...f.diagnostics.sender.pathMtu, mtu, passed: true, largestPassed: mtu, refusedBy: null });
       assert.ok(f.diagnostics.sender.pathMtu.seconds < 1, 'a path that carries the MTU is proven by its first echoes');
       for (const end of ['sender', 'receiver'] as const) assert.equal(f.diagnostics[end].environment.mtu, mtu, `${end}'s interface at the point's MTU during its run`);
-      // Beside bare iperf3 at the same MTU (this file runs alone): the builtin TCP stream was
-      // 0.73-0.86 of it here, 0.64-0.82 on a quiet lab in issue 28's measurements.
-      assert.ok(f.bitsPerSecond >= 0.5 * bareRate, `MTU ${mtu}: ${mbit(f.bitsPerSecond).toFixed(0)} against bare ${mbit(bareRate).toFixed(0)} Mbit/s`);
+      // Beside bare iperf3 at the same MTU (this file runs alone). What this guards is a path
+      // that does not carry the MTU (a black hole or fragments: a fraction of bare's rate), not
+      // the builtin engine's fidelity, which is issue 28's (bench/): its 1 s runs were 0.49-0.86
+      // of bare's here, once 8,702 against 17,791 Mbit/s in a fresh-clone CI run.
+      assert.ok(f.bitsPerSecond >= 0.25 * bareRate, `MTU ${mtu}: ${mbit(f.bitsPerSecond).toFixed(0)} against bare ${mbit(bareRate).toFixed(0)} Mbit/s`);
     }
   });
 });
