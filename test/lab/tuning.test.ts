@@ -123,10 +123,15 @@ describe('tuning, always undone', { skip: NOT_ROOT }, () => {
     await waitFor('agent A to be dead', () => !isAlive(hostA!.agentPid!), 5000);
     // Nobody restored A: the kernel keeps what the dead agent set.
     assert.equal((await settings(a)).mtu, 9000);
-    // B's end of the run ended with it (agent_lost) and B put its settings back.
+    // B's end of the run ended with it (agent_lost) and B put its settings back. Soon after,
+    // not before the job's end: the coordinator ends the run on A's lost heartbeats and
+    // publishes the cancel then, and B restores on it (a fresh-clone run read B still tuned the
+    // moment the job had finished). The coordinator does not wait for B's report first.
     const { job } = await t.client.finish(submitted.body.id, 30_000);
     assert.equal(job.runs[0].error.code, 'agent_lost');
-    assert.deepEqual(await settings(b), before);
+    let seenB = await settings(b);
+    await waitFor("B's settings put back", async () => isDeepStrictEqual((seenB = await settings(b)), before), 10_000, 50)
+      .catch((error: Error) => assert.fail(`${error.message}; B last seen ${JSON.stringify(seenB)}, before ${JSON.stringify(before)}`));
 
     const pid = startAgent(hostA!, { name: t.lab.name, hosts: 2, rate: 'none', redisUrl: t.redis.url, prefix: t.env.NICLAB_PREFIX!, dataDir: t.dataDir, heartbeatSeconds: 1, logLevel: 'info' });
     hostA!.agentPid = pid; // so the lab's teardown stops this one
