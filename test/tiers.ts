@@ -14,7 +14,7 @@ export const SERIAL: Record<string, string> = {
   // Its sweep is unshaped TCP at each MTU beside bare iperf3 (both CPU-bound): in the concurrent
   // tier it put niclab at 2,156 Mbit/s against bare's 16,052, and beside it the rate search's
   // latency run at half its PDR lost 0.71% of a 20 Mbit/s shaper's datagrams.
-  'test/lab/mtu.test.ts': 'builtin TCP at each MTU against bare iperf3 at the same MTU',
+  'test/lab/mtu.test.ts': 'builtin TCP at each MTU beside bare iperf3 at the same MTU, both unshaped and CPU-bound',
   'test/lab/compare.test.ts': 'A/B verdicts on shaped links',
   'test/lab/attribution.test.ts': 'CPU verdicts from a starved sender',
   // It waits more than it works (17 CPU-s in 75 s), but its runs are rates through a 20 Mbit/s
