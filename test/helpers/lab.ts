@@ -164,11 +164,19 @@ export interface CounterSample {
   value: number;
 }
 
-/** A device's rx packets as seen from inside the namespace of process `pid` (/proc/PID/net/dev: no process spawned). */
-export function rxPacketsOf(pid: number, device = 'eth1'): number {
+/** /proc/PID/net/dev's columns after the device's name: received bytes and packets, then (from 8) sent. */
+export const NET_DEV = { rxBytes: 0, rxPackets: 1, txBytes: 8, txPackets: 9 } as const;
+
+/** A device's counter as seen from inside the namespace of process `pid` (/proc/PID/net/dev: no process spawned). */
+export function netDevCounter(pid: number, column: number, device = 'eth1'): number {
   const line = readFileSync(`/proc/${pid}/net/dev`, 'utf8').split('\n').find((l) => l.trim().startsWith(`${device}:`));
   if (!line) throw new Error(`no ${device} in /proc/${pid}/net/dev`);
-  return Number(line.split(':')[1]!.trim().split(/\s+/)[1]);
+  return Number(line.split(':')[1]!.trim().split(/\s+/)[column]);
+}
+
+/** A device's rx packets as seen from inside the namespace of process `pid`. */
+export function rxPacketsOf(pid: number, device = 'eth1'): number {
+  return netDevCounter(pid, NET_DEV.rxPackets, device);
 }
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { command } from '@niclab/shared/runtime/command';
-import { flow, linkCounters, mbit, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
+import { flow, mbit, NET_DEV, netDevCounter, NOT_ROOT, snmpCounter, startTestLab, type TestLab } from '../helpers/lab.js';
 import { childPids } from '../helpers/processes.js';
 import { processCpuTimes } from '../helpers/udp-loopback.js';
 
@@ -73,11 +73,11 @@ describe('TCP windows and losses on the lab', { skip: NOT_ROOT }, () => {
   // CPU (cpu_utilization_percent), and niclab's figure for it comes from that: /proc checks it too.
   for (const engine of ['builtin', 'iperf3']) {
     test(`${engine}: service demand, each end's CPU per KB, is what /proc counted over what its interface carried`, async (ctx) => {
-      const ends = [{ pid: t.lab.hosts[0]!.agentPid!, column: TX_BYTES }, { pid: t.lab.hosts[1]!.agentPid!, column: RX_BYTES }];
+      const ends = [{ pid: t.lab.hosts[0]!.agentPid!, column: NET_DEV.txBytes }, { pid: t.lab.hosts[1]!.agentPid!, column: NET_DEV.rxBytes }];
       const softirqsBefore = netRx();
       const samples: { bytes: number[]; cpu: Map<number, { user: number; system: number }>[] }[] = [];
       const read = () => samples.push({
-        bytes: ends.map((e) => netDevBytes(e.pid, e.column)),
+        bytes: ends.map((e) => netDevCounter(e.pid, e.column)),
         cpu: ends.map((e) => new Map(childPids(e.pid).map((pid) => [pid, processCpuTimes(pid)] as const).filter((c): c is [number, { user: number; system: number }] => c[1] !== null))),
       });
       read();
@@ -153,15 +153,6 @@ describe('TCP windows and losses on the lab', { skip: NOT_ROOT }, () => {
 function netRx(): number {
   const line = readFileSync('/proc/softirqs', 'utf8').split('\n').find((l) => l.trim().startsWith('NET_RX:'))!;
   return line.trim().split(/\s+/).slice(1).reduce((a, v) => a + Number(v), 0);
-}
-
-/** /proc/PID/net/dev's columns (after the interface's name) for bytes received and sent. */
-const RX_BYTES = 0;
-const TX_BYTES = 8;
-/** A counter of eth1 in the namespace of process `pid`. */
-function netDevBytes(pid: number, column: number): number {
-  const line = readFileSync(`/proc/${pid}/net/dev`, 'utf8').split('\n').find((l) => l.trim().startsWith('eth1:'))!;
-  return Number(line.split(':')[1]!.trim().split(/\s+/)[column]);
 }
 
 /** CPU seconds over bytes as netperf's µs per KB (1,024 B). */

@@ -155,8 +155,9 @@ export class RunExecution {
     const deadline = t0 + (runSeconds(spec) + this.deps.setupSeconds) * 1000;
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
     // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).
+    const tuning = tuningAt(spec, run.point);
     const base = legs.map((leg) => ({
-      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(tuningAt(spec, run.point) ? { tuning: tuningAt(spec, run.point) } : {}),
+      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(tuning ? { tuning } : {}),
     }));
     await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base[i]!, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
     // Receivers get half the setup allowance to start; the other half is the senders' margin.

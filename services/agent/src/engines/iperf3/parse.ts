@@ -40,8 +40,8 @@ export interface Iperf3End {
 /**
  * One end's figures from its own iperf3 JSON: the client's sum_sent for the sender, the
  * server's sum_received for the receiver. CPU seconds are iperf3's host CPU shares (user and
- * system) times the end's seconds. iperf3 does not count TCP write/read calls, so those stay null; for UDP a
- * call is a datagram.
+ * system) times the end's seconds. iperf3 does not count TCP write/read calls, so those stay
+ * null; for UDP a call is a datagram.
  */
 export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSize: number | undefined): Iperf3End {
   const end = json.end ?? {};
@@ -50,8 +50,8 @@ export function parseEnd(json: Iperf3Json, role: 'sender' | 'receiver', packetSi
   const udp = json.start?.test_start?.protocol === 'UDP';
   // iperf3's "host" shares are its own process's getrusage over the test, user and system apart.
   const shares = end.cpu_utilization_percent;
-  const user = ((shares?.host_user ?? 0) / 100) * sum.seconds;
-  const cpu = { user, system: Math.max(0, ((shares?.host_system ?? (shares?.host_total ?? 0) - (shares?.host_user ?? 0)) / 100) * sum.seconds) };
+  const seconds = (percent: number | undefined) => Math.max(0, ((percent ?? 0) / 100) * sum.seconds);
+  const cpu = { user: seconds(shares?.host_user), system: seconds(shares?.host_system ?? (shares?.host_total ?? 0) - (shares?.host_user ?? 0)) };
   const lost = sum.lost_packets ?? 0;
   const packets = sum.packets ?? 0;
   const datagrams = udp ? (role === 'sender' ? packets : packets - lost) : null;
