@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FIRST, SERIAL, WAITING } from './tiers.js';
+import { FIRST, OWN_LANE, SERIAL, WAITING } from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** A file still running after this long is killed (with its process group) and failed. */
@@ -172,7 +172,7 @@ async function main(): Promise<number> {
   const tierArg = args.includes('--tier') ? args[args.indexOf('--tier') + 1] : undefined;
   const chosen = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--tier');
   const all = testFiles();
-  const unknownSerial = [...Object.keys(SERIAL), ...Object.keys(WAITING), ...FIRST].filter((f) => !all.includes(f));
+  const unknownSerial = [...Object.keys(SERIAL), ...Object.keys(WAITING), ...Object.keys(OWN_LANE), ...FIRST].filter((f) => !all.includes(f));
   if (unknownSerial.length) throw new Error(`test/tiers.ts names files that do not exist: ${unknownSerial.join(', ')}`);
   const files = chosen.length ? chosen.map((f) => relative(ROOT, join(process.cwd(), f))) : all;
   const missing = files.filter((f) => !all.includes(f));
@@ -183,14 +183,15 @@ async function main(): Promise<number> {
   const rank = (f: string) => (FIRST.includes(f) ? FIRST.indexOf(f) : FIRST.length);
   const concurrent = tierArg === 'serial' ? [] : files.filter((f) => !(f in SERIAL)).sort((a, b) => rank(a) - rank(b));
   const waiting = concurrent.filter((f) => f in WAITING);
-  const lanes = concurrent.filter((f) => !(f in WAITING));
-  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files (concurrent tier): ${lanes.length} of them ${concurrency} at a time, and beside them the ${waiting.length} that mostly wait, one at a time`);
+  const ownLanes = concurrent.filter((f) => f in OWN_LANE);
+  const lanes = concurrent.filter((f) => !(f in WAITING) && !(f in OWN_LANE));
+  console.log(`niclab tests: ${serial.length} files alone (serial tier), then ${concurrent.length} files (concurrent tier): ${lanes.length} of them ${concurrency} at a time, and beside them the ${waiting.length} that mostly wait, one at a time, and ${ownLanes.length} in a lane of its own`);
   const serialStarted = performance.now();
   const { results } = await pool(serial, 'serial', 1);
   const serialSeconds = (performance.now() - serialStarted) / 1000;
   const concurrentStarted = performance.now();
-  const [shared, beside] = await Promise.all([pool(lanes, 'concurrent', concurrency), pool(waiting, 'concurrent', 1)]);
-  results.push(...shared.results, ...beside.results);
+  const [shared, beside, ...own] = await Promise.all([pool(lanes, 'concurrent', concurrency), pool(waiting, 'concurrent', 1), ...ownLanes.map((f) => pool([f], 'concurrent', 1))]);
+  results.push(...shared.results, ...beside.results, ...own.flatMap((o) => o.results));
   const concurrentSeconds = (performance.now() - concurrentStarted) / 1000;
   const total = (performance.now() - started) / 1000;
 
@@ -202,7 +203,7 @@ async function main(): Promise<number> {
     const counted = results.filter((r) => r.tier === tier && r.cpuSeconds !== null);
     return counted.length ? counted.reduce((sum, r) => sum + r.cpuSeconds!, 0).toFixed(0) : '?';
   };
-  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files, ${lanes.length} at ${concurrency} and ${waiting.length} beside them, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
+  console.log(`\nserial tier ${serialSeconds.toFixed(0)} s (${serial.length} files, ${cpuOf('serial')} s CPU), concurrent tier ${concurrentSeconds.toFixed(0)} s (${concurrent.length} files, ${lanes.length} at ${concurrency}, ${waiting.length} beside them and ${ownLanes.length} in lanes of their own, ${cpuOf('concurrent')} s CPU, the machine ${shared.busy === null ? '?' : (shared.busy * 100).toFixed(0)}% busy), total ${total.toFixed(0)} s`);
   mkdirSync(join(ROOT, 'test-output'), { recursive: true });
   writeFileSync(join(ROOT, 'test-output', 'timings.json'), JSON.stringify({ total, serialSeconds, concurrentSeconds, concurrency, concurrentBusy: shared.busy, files: results }, null, 2));
   if (failed.length) {

@@ -123,7 +123,7 @@ export function schemaArbitrary(doc: OpenApiDocument, schema: unknown, options: 
         }
         return narrowings.get(key)!;
       };
-      return object(base).chain((drawn) => {
+      return object(base).chain((drawn): fc.Arbitrary<unknown> => {
         const value = drawn as Record<string, unknown>;
         const { narrowed, rest } = narrowing(rules.map((rule) => holds(rule.if, value)));
         // A branch may refuse what the drawn fields are (test rr with protocol udp): draw again.
