@@ -28,7 +28,8 @@ export interface paths {
          *     With `NICLAB_REDIS_WAIT_REPLICAS` set (Redis Sentinel), the 202 waits until that many
          *     replicas have the job; when they do not confirm within `NICLAB_REDIS_WAIT_MS` the answer
          *     is 503 with `Retry-After`, and the job may or may not have been kept: send it again with
-         *     the same `Idempotency-Key`.
+         *     the same `Idempotency-Key`. While Redis cannot be reached at all (a restart, a failover
+         *     before the sentinels have named the new master) every request is 503 with `Retry-After`.
          */
         post: operations["createJob"];
         delete?: never;
