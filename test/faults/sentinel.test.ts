@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-/** The Sentinel settings (issue 31); the failover itself is test/faults/sentinel.failover.ts. */
+/** The Sentinel settings (issue 31); the failover itself is test/faults/sentinel-failover.test.ts. */
 test('the Sentinel settings: what each process connects by, and a clear error naming the variable for each mistake', async () => {
   const { loadConfig } = await import('@niclab/shared/runtime/config');
   const { sentinelOptions } = await import('@niclab/shared/runtime/redis');

@@ -232,6 +232,15 @@ export class Coordinator {
 
   /** The job ends as its campaign judges its runs (every run must succeed, a search must conclude, a group must measure a pair). */
   private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
+    // A Redis failover loses what the old master had acknowledged but not yet passed to its
+    // replica: a run's record among them, which would leave a job ended on the new master
+    // without it (the failover test saw a job succeed with no run). What this coordinator
+    // holds is stored again before the job ends; a lost record takes with it everything written
+    // after it on the same connection (its history, its counts), so nothing is counted twice.
+    const stored = new Set((await this.store.listRuns(job.id)).map((run) => run.index));
+    const lost = [...finished.values()].filter((run) => !stored.has(run.index));
+    for (const run of lost) await this.store.saveRun(run);
+    if (lost.length > 0) log.warn({ runs: lost.map((run) => run.index) }, 'runs whose record Redis lost (a failover) stored again');
     const finishedAt = new Date().toISOString();
     const { pairs } = campaignOf(job.spec).jobEnd(job.spec, finished.values());
     const status = error ? 'failed' : 'succeeded';

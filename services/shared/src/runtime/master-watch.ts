@@ -25,7 +25,7 @@ const ROUND_DELAY_MS = 1000;
  * connection that is still asking the sentinels for the master, and that ends it for good
  * (status "end": every command after it fails with "Connection is closed"). In a SIGKILL
  * failover with 40 busy connections that ended all 40; an API so ended answered 503 until it was
- * restarted (test/faults/sentinel.failover.ts). Here only a connection that is up is ever closed.
+ * restarted (test/faults/sentinel-failover.test.ts). Here only a connection that is up is ever closed.
  */
 export class MasterWatch {
   private readonly connections = new Set<Redis>();
