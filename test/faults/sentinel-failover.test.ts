@@ -207,8 +207,7 @@ async function checkEveryJob(label: string, ids: string[]): Promise<{ remade: nu
 
 test(`SIGKILL of the master the moment the last of ${JOBS} jobs is acknowledged: every acknowledged job runs once, both APIs and every agent take jobs after the failover, the API refuses for at most 10 s`, { timeout: 400_000 }, async () => {
   const acknowledged = await burst('kill', JOBS);
-  // A machine too busy to answer the sentinels for down-after-milliseconds has them fail over by themselves.
-  assert.equal(await set.master(), set.port('redis-0'), 'redis-0 is still the master: no failover before the kill');
+  // Nothing between the last 202 and the kill: the replica is LAG_MS behind, no more.
   const killedAt = Date.now();
   // The master's host is lost: the server, and what its network still held for the replica.
   set.signal('redis-0', 'SIGKILL');
@@ -229,6 +228,9 @@ test(`SIGKILL of the master the moment the last of ${JOBS} jobs is acknowledged:
   });
   const afterIds = through.ids;
   console.log(`kill: the sentinels named redis-1 master after ${promotedMs} ms; the APIs took a job again after ${through.refusedMs.join(' and ')} ms; refusals: ${JSON.stringify([...through.refusals])}`);
+  // A machine too busy to answer the sentinels for down-after-milliseconds has them fail over by
+  // themselves: a replica named master sooner than that after the kill was named before it.
+  assert.ok(promotedMs >= DOWN_AFTER_MS, `the sentinels had failed over before the kill (redis-1 named master ${promotedMs} ms after it)`);
   const [killed, later] = [await checkEveryJob('kill', acknowledged), await checkEveryJob('kill-after', afterIds)];
   console.log(`kill: runs made again ${killed.remade} of ${JOBS}, after ${later.remade}`);
   assert.ok([...through.refusals.keys()].every((why) => why.startsWith('503 ')), `every refusal is a 503: ${JSON.stringify([...through.refusals])}`);
@@ -253,7 +255,6 @@ test(`the master frozen 5 s (SIGSTOP, SIGCONT) the moment the last of ${FREEZE_J
   const master = (await set.master()) === set.port('redis-1') ? 'redis-1' : 'redis-0';
   const other = master === 'redis-1' ? 'redis-0' : 'redis-1';
   const acknowledged = await burst('freeze', FREEZE_JOBS);
-  assert.equal(await set.master(), set.port(master), `${master} is still the master: no failover before the freeze`);
   const frozenAt = Date.now();
   set.signal(master, 'SIGSTOP');
   let woken = false;

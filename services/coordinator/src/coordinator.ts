@@ -297,7 +297,7 @@ export class Coordinator {
     try {
       while (!signal.aborted) {
         const blocked = await this.leases.acquire(runId, targets, waiter);
-        if (!blocked && (await this.grantReplicated())) return (held = true);
+        if (!blocked && (await this.grantReplicated(targets[0]!))) return (held = true);
         // A grant no replica confirmed is let go: after a failover the new master would not
         // know it, and another coordinator could grant the same interface to a second run.
         if (!blocked) await this.leases.release(runId, targets);
@@ -315,11 +315,11 @@ export class Coordinator {
     }
   }
 
-  /** Whether the lease grant just made reached the replicas it must be on (always, without WAIT). */
-  private async grantReplicated(): Promise<boolean> {
+  /** Whether the lease grant just made (on `target` among others) reached the replicas it must be on (always, without WAIT). */
+  private async grantReplicated(target: LeaseTarget): Promise<boolean> {
     if (!this.replicaWaiter) return true;
     const { redisWaitReplicas: replicas, redisWaitMs: timeoutMs } = this.config;
-    const confirmed = await waitForReplicas(this.replicaWaiter, this.keys, replicas, timeoutMs).catch(() => 0);
+    const confirmed = await waitForReplicas(this.replicaWaiter, this.keys, replicas, timeoutMs, ['lease', target.agent, target.interface]).catch(() => 0);
     if (confirmed < replicas) this.log.warn({ confirmed, replicas, timeoutMs }, 'a lease grant reached too few Redis replicas: let go, asked again');
     return confirmed >= replicas;
   }

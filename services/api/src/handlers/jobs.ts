@@ -24,7 +24,7 @@ export const createJob: Handler<'createJob'> = async ({ body, headers, principal
   const requeue = async (job: Job) => void (job.status === 'queued' && (await enqueueJob(services.jobsQueue, job.id)));
   const key = headers['idempotency-key'];
   const { job, replayed } = key !== undefined ? await idempotent({ ...services, requeue }, principal.name, key, body, submit) : { job: await submit(), replayed: false };
-  await replicated(services);
+  await replicated(services, ['job', job.id]);
   return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 
