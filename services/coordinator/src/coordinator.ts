@@ -171,9 +171,12 @@ export class Coordinator {
       // again, and the lost attempt is kept in the new one's record.
       const lostWithCoordinator = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
       log.info({ runs: strategy.expectedRuns(finished), resumedAt: finished.size, ...(lostWithCoordinator.size > 0 ? { interruptedRuns: [...lostWithCoordinator.keys()] } : {}) }, 'job started');
-      // The job moves to running once, when its first run holds its leases (a round's runs race for it).
+      // The job moves to running once, when its first run holds its leases (a round's runs race
+      // for it). Found running already, it goes on: a failover can hand BullMQ's job to this
+      // coordinator again while its earlier take (which the fence stops) moved it.
       let started: Promise<boolean> | undefined;
-      const start = () => (started ??= this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }).then((moved) => moved || job.status !== 'queued'));
+      const moveToRunning = async () => (await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() })) || (await this.store.status(jobId)) === 'running';
+      const start = () => (started ??= moveToRunning());
       const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
       for (let round = nextRound(); round.length > 0; round = nextRound()) {
         const ranBefore = finished.size > 0;
@@ -190,6 +193,8 @@ export class Coordinator {
         throw new DelayedError();
       }
       if (controller.signal.aborted || !(await fence())) return; // canceled by the API, or another coordinator has it
+      // Runs still to make (one could not start): the job is not ended on the runs it has; BullMQ takes it again.
+      if (nextRound().length > 0) throw new Error(`job ${jobId} stopped with runs still to make; it is taken again`);
       await this.finish(job, finished, strategy.outcome(finished), log);
     } finally {
       this.active.delete(jobId);
