@@ -1011,7 +1011,7 @@ export const MUTANTS: Mutant[] = [
     file: 'services/api/src/durability.ts',
     from: '  if (!waiter) return;',
     to: '  if (!waiter || waiter) return;',
-    tests: ['test/faults/redis-wait.test.ts', 'test/faults/sentinel-failover.test.ts'],
+    tests: ['test/faults/redis-wait.test.ts'],
   },
   {
     id: 'wait-vouches-for-any-write',
@@ -1037,8 +1037,17 @@ export const MUTANTS: Mutant[] = [
     file: 'services/shared/src/runtime/redis.ts',
     from: '    failoverDetector: false,',
     to: '    failoverDetector: true,',
-    tests: ['test/faults/sentinel-failover.test.ts'],
-    pattern: 'SIGKILL',
+    tests: ['test/faults/sentinel.test.ts'],
+    pattern: '40 busy',
+  },
+  {
+    id: 'master-watch-deaf',
+    what: "a process hears the sentinels' switch but closes no connection: those on a master that froze stay on it, their commands waiting, until it wakes and is demoted",
+    file: 'services/shared/src/runtime/master-watch.ts',
+    from: "    if (!onMaster && (redis.status === 'ready' || redis.status === 'connect')) redis.disconnect(true);\n",
+    to: '',
+    tests: ['test/faults/sentinel.test.ts'],
+    pattern: 'frozen past the switch',
   },
   {
     id: 'old-master-restarts-as-master',
