@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -276,6 +277,31 @@ describe('Idempotency-Key', () => {
     const bad = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'fix-me').send(spec({ flows: [{ from: lo('nope'), to: lo('r1') }] }));
     assert.equal(bad.status, 422);
     assert.equal((await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'fix-me').send(spec())).status, 202);
+  });
+
+  test('a request that never answered (a failover kept its job but lost its queue entry): its key is 409 while it may still be running, then the retry takes over the job and queues it again', async () => {
+    const first = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'lost-tail').send(spec());
+    assert.equal(first.status, 202);
+    const { redis: store, keys, jobsQueue } = stack.services;
+    // What a failover between the job's write and the request's answer leaves on the new
+    // master: the job, queued, with no queue entry, and the key taken but not answered.
+    await jobsQueue.remove(first.body.id);
+    const key = keys.idempotency('runner', createHash('sha256').update('lost-tail').digest('hex'));
+    const remembered = JSON.parse((await store.get(key))!);
+    assert.equal(remembered.jobId, first.body.id, 'the key names its job');
+    const takenAgo = async (ms: number) => store.set(key, JSON.stringify({ ...remembered, pending: Date.now() - ms }), 'EX', 3600);
+    await takenAgo(1000);
+    const early = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'lost-tail').send(spec());
+    assert.equal(early.status, 409, 'the first request may still be making it');
+    assert.equal(early.headers['retry-after'], '1');
+    await takenAgo(20_000);
+    const retried = await as(runner, 'post', '/v1/jobs').set('idempotency-key', 'lost-tail').send(spec());
+    assertResponse('createJob', retried);
+    assert.equal(retried.status, 202);
+    assert.equal(retried.body.id, first.body.id, 'the same job, not a second');
+    assert.equal(retried.headers['idempotent-replayed'], 'true');
+    assert.ok(await jobsQueue.getJob(first.body.id), 'queued again');
+    assert.equal(JSON.parse((await store.get(key))!).pending, undefined, 'and the key answered');
   });
 
   test('a key that is not visible ASCII is 422 naming the header', async () => {

@@ -59,7 +59,7 @@ describe('deploy/compose.yaml', () => {
 });
 
 describe('deploy/k8s: valid against the Kubernetes schemas', () => {
-  const documents = readdirSync(join(DEPLOY, 'k8s'))
+  const documents = [...readdirSync(join(DEPLOY, 'k8s')), ...readdirSync(join(DEPLOY, 'k8s/sentinel')).map((f) => `sentinel/${f}`)]
     .filter((f) => f.endsWith('.yaml'))
     .flatMap((f) => parseAllDocuments(readFileSync(join(DEPLOY, 'k8s', f), 'utf8')).map((d) => ({ file: f, object: d.toJS() as { apiVersion: string; kind: string; metadata: { name: string }; spec?: any } })));
   const find = (kind: string, name: string) => documents.find((d) => d.object.kind === kind && d.object.metadata.name === name)?.object;
@@ -71,7 +71,7 @@ describe('deploy/k8s: valid against the Kubernetes schemas', () => {
       assert.ok(Model, `${file}: no model for ${object.apiVersion} ${object.kind}`);
       assert.doesNotThrow(() => new Model(object).validate(), `${file}: ${object.kind} ${object.metadata.name}`);
     }
-    assert.ok(documents.length >= 6);
+    assert.ok(documents.length >= 13);
   });
 
   test('a broken manifest fails the same validation', async () => {
@@ -117,5 +117,154 @@ describe('deploy/k8s: valid against the Kubernetes schemas', () => {
     const example = loadPolicy(join(DEPLOY, 'policy.example.yaml'));
     assert.deepEqual(example.tokens.map((t) => [t.name, t.scope]), [['grafana', 'read'], ['nightly-ci', 'run'], ['lab-admin', 'admin']]);
     assert.deepEqual(example.tokens[1]!.limits, { maxDurationSeconds: 600, maxStreams: 16, maxUdpBitsPerSecond: 10000000000, maxRunsPerJob: 1000, maxConcurrentJobs: 2, agentLabels: { rack: 'r1' }, interfaces: ['eth1', 'eth2'] });
+  });
+});
+
+/** The Redis image tag every deploy file pins: 7.2, the last BSD-licensed Redis (README, "Versions and licences"). */
+const PINNED_REDIS = /^(\$\{REDIS_IMAGE:-)?docker\.io\/library\/redis:7\.2\}?$/;
+const SCRIPTS = join(DEPLOY, 'redis');
+
+describe('deploy/compose.sentinel.yaml: a master, a replica and three sentinels under the API and an agent', () => {
+  const compose = parse(readFileSync(join(DEPLOY, 'compose.sentinel.yaml'), 'utf8')) as { services: Record<string, any>; volumes: Record<string, unknown> };
+  const { services } = compose;
+  const redisNodes = ['redis-0', 'redis-1'];
+  const sentinels = ['sentinel-0', 'sentinel-1', 'sentinel-2'];
+
+  test('every Redis and sentinel runs deploy/redis\'s script from its mount, with its data on a volume of its own, on loopback only', () => {
+    assert.deepEqual(Object.keys(services).sort(), [...redisNodes, ...sentinels, 'agent', 'api'].sort());
+    for (const name of [...redisNodes, ...sentinels]) {
+      const service = services[name];
+      assert.match(service.image, PINNED_REDIS, `${name}: the pinned Redis`);
+      assert.equal(service.network_mode, 'host', name);
+      const [shell, script] = service.entrypoint as string[];
+      assert.equal(shell, 'sh');
+      const mount = (service.volumes as string[]).find((v) => v.endsWith(':/etc/niclab-redis:ro'))!;
+      assert.equal(join(DEPLOY, mount.split(':')[0]!), `${SCRIPTS}`, `${name} mounts deploy/redis`);
+      assert.ok(existsSync(join(SCRIPTS, script!.replace('/etc/niclab-redis/', ''))), `${name}: ${script} is in deploy/redis`);
+      assert.equal(script, `/etc/niclab-redis/${name.startsWith('redis') ? 'redis-node.sh' : 'sentinel-node.sh'}`);
+      const data = (service.volumes as string[]).find((v) => v.endsWith(':/data'))!.split(':')[0]!;
+      assert.ok(data in compose.volumes && data.startsWith(name), `${name}: its own volume`);
+      const env = service.environment as Record<string, string>;
+      assert.equal(env.REDIS_BIND ?? env.SENTINEL_BIND, '127.0.0.1', `${name}: loopback only`);
+    }
+  });
+
+  test('they agree: the sentinels each names, the first master, the master\'s name, the password; the API and the agent reach them by it', () => {
+    const envOf = (name: string) => services[name].environment as Record<string, any>;
+    const sentinelAddresses = sentinels.map((name) => `${envOf(name).SENTINEL_ANNOUNCE_HOST}:${envOf(name).SENTINEL_PORT}`);
+    const first = `${envOf('redis-0').REDIS_ANNOUNCE_HOST}:${envOf('redis-0').REDIS_PORT}`;
+    for (const name of [...redisNodes, ...sentinels]) {
+      assert.deepEqual(envOf(name).SENTINELS.split(' '), sentinelAddresses, `${name}: SENTINELS`);
+      assert.equal(envOf(name).REDIS_FIRST_MASTER, first, `${name}: redis-0 is the first master`);
+      assert.equal(envOf(name).SENTINEL_MASTER, 'niclab');
+      assert.equal(envOf(name).REDIS_PASSWORD, '${REDIS_PASSWORD:-change-me}');
+    }
+    for (const name of sentinels) assert.equal(envOf(name).SENTINEL_QUORUM, '2');
+    for (const name of ['api', 'agent']) {
+      const env = envOf(name);
+      assert.equal(services[name].network_mode, 'host');
+      assert.equal(env.NICLAB_REDIS_SENTINELS, sentinelAddresses.join(','), `${name}: the sentinels`);
+      assert.equal(env.NICLAB_REDIS_MASTER, 'niclab');
+      assert.match(env.REDIS_URL, /^redis:\/\/:\$\{REDIS_PASSWORD:-change-me\}@/);
+    }
+    assert.equal(envOf('api').NICLAB_REDIS_WAIT_REPLICAS, '1', 'acknowledged means on the replica');
+    assert.equal(envOf('api').NICLAB_HOST, '127.0.0.1', 'no policy, so loopback only');
+    assert.deepEqual(services.agent.cap_add, services.agent.cap_add.filter((c: string) => ['NET_ADMIN', 'NET_RAW'].includes(c)));
+  });
+
+  test('the single-Redis files pin the same Redis', () => {
+    const single = parse(readFileSync(join(DEPLOY, 'compose.yaml'), 'utf8')) as { services: Record<string, any> };
+    assert.match(single.services.redis.image, PINNED_REDIS);
+  });
+});
+
+describe('deploy/compose.sentinel.yaml started for real (its Redis and sentinels by their own entrypoints and environment, ports mapped to free ones)', () => {
+  test('a replica in sync, a password required, niclab connecting by the API\'s settings; the master SIGKILLed: the sentinels promote the replica within the file\'s timings and the old master, started again, rejoins as its replica', { timeout: 60_000 }, async () => {
+    const { startSentinelSet, ask } = await import('../helpers/sentinel.js');
+    const { loadConfig } = await import('@niclab/shared/runtime/config');
+    const { createRedis } = await import('@niclab/shared/runtime/redis');
+    const { waitFor } = await import('../helpers/processes.js');
+    const set = await startSentinelSet();
+    const niclab = createRedis(loadConfig(set.apiEnv).redisUrl!, { name: 'deploy-test' });
+    try {
+      assert.match(set.nodes.get('redis-0')!.output(), /starts as the master/);
+      assert.match(set.nodes.get('redis-1')!.output(), new RegExp(`starts as a replica of 127\\.0\\.0\\.1:${set.port('redis-0')}`));
+      // Without the password a Redis of the set answers nothing.
+      const { Redis } = await import('ioredis');
+      const anonymous = new Redis({ port: set.port('redis-0'), lazyConnect: true, enableReadyCheck: false, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      anonymous.on('error', () => undefined);
+      await anonymous.connect();
+      await assert.rejects(anonymous.get('x'), /NOAUTH/);
+      anonymous.disconnect();
+      await niclab.set('deploy-test', 'before');
+      const killedAt = Date.now();
+      set.signal('redis-0', 'SIGKILL');
+      await waitFor('the sentinels to promote redis-1', async () => (await set.master()) === set.port('redis-1'), 30_000, 100);
+      const promotedMs = Date.now() - killedAt;
+      await waitFor('niclab to write on the new master', () => niclab.set('deploy-test', 'after').then(() => true, () => false), 20_000, 100);
+      const writableMs = Date.now() - killedAt;
+      const restarted = set.start('redis-0');
+      await waitFor('redis-0 back as the replica', async () => /role:slave[\s\S]*master_link_status:up/.test(await ask<string>(set.port('redis-0'), 'info', 'replication')), 20_000, 100);
+      assert.match(restarted.output(), new RegExp(`starts as a replica of 127\\.0\\.0\\.1:${set.port('redis-1')}`));
+      assert.equal(await ask(set.port('redis-0'), 'get', 'deploy-test'), 'after', 'it has the new master\'s data');
+      console.log(`compose's set: the sentinels (down-after-milliseconds 5000) promoted the replica ${promotedMs} ms after the kill; niclab wrote again after ${writableMs} ms`);
+      // down-after-milliseconds 5000, then the vote and the promotion.
+      assert.ok(promotedMs >= 5000 && promotedMs < 15_000, `promoted after ${promotedMs} ms`);
+    } finally {
+      niclab.disconnect();
+      await set.stop();
+    }
+  });
+});
+
+describe('deploy/k8s/sentinel: Redis with Sentinel in place of redis.yaml', () => {
+  const documents = parseAllDocuments(readFileSync(join(DEPLOY, 'k8s/sentinel/redis-sentinel.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string> });
+  const find = (kind: string, name: string) => documents.find((d) => d.kind === kind && d.metadata.name === name)!;
+  const envOf = (container: { env: { name: string; value?: string }[] }) => Object.fromEntries(container.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+
+  test('the scripts ConfigMap holds deploy/redis\'s scripts as they are, and both StatefulSets run them from it', () => {
+    const scripts = find('ConfigMap', 'niclab-redis-scripts').data!;
+    for (const file of readdirSync(SCRIPTS)) assert.equal(scripts[file], readFileSync(join(SCRIPTS, file), 'utf8'), `deploy/redis/${file} and the ConfigMap's differ: copy it in`);
+    assert.deepEqual(Object.keys(scripts).sort(), readdirSync(SCRIPTS).sort());
+    for (const [name, script] of [['redis-node', 'redis-node.sh'], ['sentinel', 'sentinel-node.sh']] as const) {
+      const pod = find('StatefulSet', name).spec.template.spec;
+      assert.equal(pod.volumes.find((v: { name: string }) => v.name === 'scripts').configMap.name, 'niclab-redis-scripts');
+      assert.deepEqual(pod.containers[0].command, ['sh', `/etc/niclab-redis/${script}`]);
+      assert.match(pod.containers[0].image, PINNED_REDIS, `${name}: the pinned Redis`);
+    }
+  });
+
+  test('two Redis and three sentinels that agree, by their pods\' DNS names; the API and the agents read the same sentinels from the ConfigMap', async () => {
+    const redis = find('StatefulSet', 'redis-node').spec;
+    const sentinel = find('StatefulSet', 'sentinel').spec;
+    assert.deepEqual([redis.replicas, sentinel.replicas], [2, 3]);
+    assert.equal(find('Service', redis.serviceName).spec.clusterIP, 'None');
+    assert.equal(find('Service', sentinel.serviceName).spec.clusterIP, 'None');
+    const redisEnv = envOf(redis.template.spec.containers[0]);
+    const sentinelEnv = envOf(sentinel.template.spec.containers[0]);
+    const sentinels = [0, 1, 2].map((i) => `sentinel-${i}.${sentinel.serviceName}.niclab.svc.cluster.local:26379`);
+    assert.deepEqual(redisEnv.SENTINELS!.split(' '), sentinels);
+    assert.deepEqual(sentinelEnv.SENTINELS!.split(' '), sentinels);
+    assert.equal(redisEnv.REDIS_FIRST_MASTER, `redis-node-0.${redis.serviceName}.niclab.svc.cluster.local:6379`);
+    assert.equal(sentinelEnv.REDIS_FIRST_MASTER, redisEnv.REDIS_FIRST_MASTER);
+    assert.equal(redisEnv.REDIS_ANNOUNCE_HOST, `$(POD_NAME).${redis.serviceName}.niclab.svc.cluster.local`);
+    assert.equal(sentinelEnv.SENTINEL_QUORUM, '2');
+    assert.equal(redis.volumeClaimTemplates.length, 1);
+    const settings = find('ConfigMap', 'niclab-redis-sentinel').data!;
+    assert.deepEqual(settings.NICLAB_REDIS_SENTINELS!.split(','), sentinels);
+    assert.equal(settings.NICLAB_REDIS_MASTER, sentinelEnv.SENTINEL_MASTER);
+    assert.equal(settings.NICLAB_REDIS_WAIT_REPLICAS, '1');
+    // What the API makes of them beside its REDIS_URL: a valid Sentinel address with the password.
+    const { loadConfig } = await import('@niclab/shared/runtime/config');
+    assert.equal(loadConfig({ ...settings, REDIS_URL: 'redis://:pw@redis.niclab.svc:6379' }).redisUrl, `redis-sentinel://:pw@${sentinels.join(',')}/niclab`);
+    for (const [file, kind, name] of [['api.yaml', 'Deployment', 'niclab-api'], ['agent.yaml', 'DaemonSet', 'niclab-agent']] as const) {
+      const object = parseAllDocuments(readFileSync(join(DEPLOY, 'k8s', file), 'utf8')).map((d) => d.toJS()).find((o) => o.kind === kind && o.metadata.name === name);
+      assert.deepEqual(object.spec.template.spec.containers[0].envFrom, [{ configMapRef: { name: 'niclab-redis-sentinel', optional: true } }], `${file} reads the Sentinel settings when they exist`);
+    }
+  });
+
+  test('the single Redis pins the same Redis', () => {
+    const single = parseAllDocuments(readFileSync(join(DEPLOY, 'k8s/redis.yaml'), 'utf8')).map((d) => d.toJS()).find((o) => o.kind === 'StatefulSet');
+    assert.match(single.spec.template.spec.containers[0].image, PINNED_REDIS);
   });
 });

@@ -76,3 +76,16 @@ test('a 202 and a 201 wait for the replica; frozen, the API answers 503 with Ret
   }
   assert.equal((await post('/v1/jobs', job)).status, 202, 'accepted again once the replica confirms');
 });
+
+test('a WAIT vouches only for a write its own server has: with the key made on another server (another master, in a failover), none confirmed, though the replica is there', async () => {
+  const { waitForReplicas } = await import('@niclab/shared/stores/replication');
+  const waiter = createRedis(master.url);
+  const keys = stack.services.keys;
+  try {
+    assert.equal(await waitForReplicas(waiter, keys, 1, 300, ['job', 'made-elsewhere']), 0);
+    await waiter.hset(keys.job('made-here'), 'status', 'queued');
+    assert.equal(await waitForReplicas(waiter, keys, 1, 300, ['job', 'made-here']), 1);
+  } finally {
+    waiter.disconnect();
+  }
+});

@@ -11,11 +11,12 @@ import type { Redis } from 'ioredis';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import type { Config } from '@niclab/shared/runtime/config';
 import type { Keys } from '@niclab/shared/stores/keys';
-import { waitForReplicas } from '@niclab/shared/stores/replication';
+import { waitForReplicas, type Written } from '@niclab/shared/stores/replication';
 
-export async function replicated({ config, waiter, keys }: { config: Config; waiter: Redis | null; keys: Keys }): Promise<void> {
+/** Waits until the write that made `written` is on the replicas, or throws the 503. */
+export async function replicated({ config, waiter, keys }: { config: Config; waiter: Redis | null; keys: Keys }, written: Written): Promise<void> {
   if (!waiter) return;
-  const confirmed = await waitForReplicas(waiter, keys, config.redisWaitReplicas, config.redisWaitMs);
+  const confirmed = await waitForReplicas(waiter, keys, config.redisWaitReplicas, config.redisWaitMs, written);
   if (confirmed < config.redisWaitReplicas) {
     throw new HttpProblem(503, 'not-replicated', `The write reached ${confirmed} of the ${config.redisWaitReplicas} Redis replicas it must be on within ${config.redisWaitMs} ms (a failover under way?); it may or may not have been kept. Send it again (with the same Idempotency-Key, a job is not made twice).`, [], { headers: { 'Retry-After': '1' } });
   }

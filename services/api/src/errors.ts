@@ -33,6 +33,8 @@ export function errorMiddleware(log: Logger) {
       if (error.type === 'entity.parse.failed') detail = `The body is not valid JSON: ${error.message}`;
     } else if (isRedisDown(error)) {
       [status, slug, detail] = [503, 'store-unavailable', 'The job store (Redis) is not reachable; try again shortly.'];
+      // A restart or a failover is over in seconds: a client that waits 1 s and sends again gets through.
+      res.setHeader('Retry-After', '1');
       log.warn({ err: error, path: req.path }, 'redis unavailable');
     } else {
       [status, slug, detail] = [500, 'internal', 'An internal error occurred; it has been logged.'];

@@ -106,7 +106,7 @@ export interface SubmitDeps {
 export async function submitJob(
   services: SubmitDeps,
   input: JobRequest,
-  owner: { principal: Principal; firing?: boolean },
+  owner: { principal: Principal; firing?: boolean; id?: string },
 ): Promise<{ job: Job } | { errors: FieldError[]; spec: JobSpec; expansion?: Job['expansion']; limit?: string }> {
   const { store, agents, jobsQueue, log } = services;
   const registered = await agents.list();
@@ -129,7 +129,8 @@ export async function submitJob(
     errors.push(...defaulted.errors);
   }
   if (errors.length > 0) return { errors, spec, expansion };
-  const id = randomUUID();
+  // An Idempotency-Key names the job's id before it is made (api/idempotency.ts).
+  const id = owner.id ?? randomUUID();
   const ownerName = principal.name;
   const maxActive = firing ? undefined : principal.limits.maxConcurrentJobs;
   const job = await store.createWithin(id, spec, { runsTotal: strategyFor(spec).expectedRuns(new Map()), owner: ownerName, maxActive, expansion });

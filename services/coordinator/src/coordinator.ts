@@ -171,9 +171,12 @@ export class Coordinator {
       // again, and the lost attempt is kept in the new one's record.
       const lostWithCoordinator = new Map(stored.filter((r) => r.status === 'running').map((r) => [r.index, r]));
       log.info({ runs: strategy.expectedRuns(finished), resumedAt: finished.size, ...(lostWithCoordinator.size > 0 ? { interruptedRuns: [...lostWithCoordinator.keys()] } : {}) }, 'job started');
-      // The job moves to running once, when its first run holds its leases (a round's runs race for it).
+      // The job moves to running once, when its first run holds its leases (a round's runs race
+      // for it). Found running already, it goes on: a failover can hand BullMQ's job to this
+      // coordinator again while its earlier take (which the fence stops) moved it.
       let started: Promise<boolean> | undefined;
-      const start = () => (started ??= this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() }).then((moved) => moved || job.status !== 'queued'));
+      const moveToRunning = async () => (await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() })) || (await this.store.status(jobId)) === 'running';
+      const start = () => (started ??= moveToRunning());
       const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
       for (let round = nextRound(); round.length > 0; round = nextRound()) {
         const ranBefore = finished.size > 0;
@@ -190,6 +193,8 @@ export class Coordinator {
         throw new DelayedError();
       }
       if (controller.signal.aborted || !(await fence())) return; // canceled by the API, or another coordinator has it
+      // Runs still to make (one could not start): the job is not ended on the runs it has; BullMQ takes it again.
+      if (nextRound().length > 0) throw new Error(`job ${jobId} stopped with runs still to make; it is taken again`);
       await this.finish(job, finished, strategy.outcome(finished), log);
     } finally {
       this.active.delete(jobId);
@@ -232,6 +237,15 @@ export class Coordinator {
 
   /** The job ends as its campaign judges its runs (every run must succeed, a search must conclude, a group must measure a pair). */
   private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
+    // A Redis failover loses what the old master had acknowledged but not yet passed to its
+    // replica: a run's record among them, which would leave a job ended on the new master
+    // without it (the failover test saw a job succeed with no run). What this coordinator
+    // holds is stored again before the job ends; a lost record takes with it everything written
+    // after it on the same connection (its history, its counts), so nothing is counted twice.
+    const stored = new Set((await this.store.listRuns(job.id)).map((run) => run.index));
+    const lost = [...finished.values()].filter((run) => !stored.has(run.index));
+    for (const run of lost) await this.store.saveRun(run);
+    if (lost.length > 0) log.warn({ runs: lost.map((run) => run.index) }, 'runs whose record Redis lost (a failover) stored again');
     const finishedAt = new Date().toISOString();
     const { pairs } = campaignOf(job.spec).jobEnd(job.spec, finished.values());
     const status = error ? 'failed' : 'succeeded';
@@ -288,7 +302,7 @@ export class Coordinator {
     try {
       while (!signal.aborted) {
         const blocked = await this.leases.acquire(runId, targets, waiter);
-        if (!blocked && (await this.grantReplicated())) return (held = true);
+        if (!blocked && (await this.grantReplicated(targets[0]!))) return (held = true);
         // A grant no replica confirmed is let go: after a failover the new master would not
         // know it, and another coordinator could grant the same interface to a second run.
         if (!blocked) await this.leases.release(runId, targets);
@@ -306,11 +320,11 @@ export class Coordinator {
     }
   }
 
-  /** Whether the lease grant just made reached the replicas it must be on (always, without WAIT). */
-  private async grantReplicated(): Promise<boolean> {
+  /** Whether the lease grant just made (on `target` among others) reached the replicas it must be on (always, without WAIT). */
+  private async grantReplicated(target: LeaseTarget): Promise<boolean> {
     if (!this.replicaWaiter) return true;
     const { redisWaitReplicas: replicas, redisWaitMs: timeoutMs } = this.config;
-    const confirmed = await waitForReplicas(this.replicaWaiter, this.keys, replicas, timeoutMs).catch(() => 0);
+    const confirmed = await waitForReplicas(this.replicaWaiter, this.keys, replicas, timeoutMs, ['lease', target.agent, target.interface]).catch(() => 0);
     if (confirmed < replicas) this.log.warn({ confirmed, replicas, timeoutMs }, 'a lease grant reached too few Redis replicas: let go, asked again');
     return confirmed >= replicas;
   }

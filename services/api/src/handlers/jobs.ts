@@ -1,4 +1,5 @@
-import { TERMINAL_STATUSES, type ErrorInfo } from '@niclab/shared/domain/contract';
+import { TERMINAL_STATUSES, type ErrorInfo, type Job } from '@niclab/shared/domain/contract';
+import { enqueueJob } from '@niclab/shared/stores/job-queue';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { compareJobs as compare } from '@niclab/shared/domain/compare';
 import { changesBetween } from '@niclab/shared/domain/changes/series';
@@ -14,14 +15,16 @@ import { withRawLinks } from '../raw-links.js';
 import { COMPARISON_FORMATS, REPORT_FORMATS, reply } from '../formats.js';
 
 export const createJob: Handler<'createJob'> = async ({ body, headers, principal }, services) => {
-  const submit = async () => {
-    const outcome = await submitJob(services, body, { principal });
+  const submit = async (id?: string) => {
+    const outcome = await submitJob(services, body, { principal, id });
     if ('errors' in outcome) throw HttpProblem.invalid(outcome.errors, 'The job cannot run as specified.');
     return outcome.job;
   };
+  // A job still queued is queued again by its id: nothing when its entry is there, the entry back when a failover lost it.
+  const requeue = async (job: Job) => void (job.status === 'queued' && (await enqueueJob(services.jobsQueue, job.id)));
   const key = headers['idempotency-key'];
-  const { job, replayed } = key !== undefined ? await idempotent(services, principal.name, key, body, submit) : { job: await submit(), replayed: false };
-  await replicated(services);
+  const { job, replayed } = key !== undefined ? await idempotent({ ...services, requeue }, principal.name, key, body, submit) : { job: await submit(), replayed: false };
+  await replicated(services, ['job', job.id]);
   return { status: 202, body: job, headers: { Location: `/v1/jobs/${job.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) } };
 };
 

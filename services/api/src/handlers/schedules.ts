@@ -7,7 +7,7 @@ import type { ApiServices } from '../services.js';
 
 export const createSchedule: Handler<'createSchedule'> = async ({ body, principal }, services) => {
   const schedule = await services.schedules.create(body, principal);
-  await replicated(services);
+  await replicated(services, ['schedule', schedule.name]);
   return { status: 201, body: schedule, headers: { Location: `/v1/schedules/${schedule.name}` } };
 };
 

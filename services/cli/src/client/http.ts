@@ -42,7 +42,9 @@ export class Api {
       // not a problem document: say what came back
     }
     const fields = (problem.errors ?? []).map((e) => `\n  ${e.field}: ${e.message}`).join('');
-    throw new ClientError(`${problem.detail ?? problem.title ?? `${res.status} ${res.statusText}`}${fields}`, 1, res.status >= 500);
+    // 5xx, or a 409 for a request with this Idempotency-Key still being handled: trying again may succeed.
+    const retriable = res.status >= 500 || (res.status === 409 && /idempotency-in-progress$/.test(problem.type ?? ''));
+    throw new ClientError(`${problem.detail ?? problem.title ?? `${res.status} ${res.statusText}`}${fields}`, 1, retriable);
   }
 
   async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {

@@ -23,12 +23,15 @@ export interface paths {
          *     With an `Idempotency-Key`, a retry of the same request (same key, same body, same token)
          *     answers the job the first one created, with `Idempotent-Replayed: true`, for 24 hours.
          *     The same key with another body is 422; a duplicate arriving while the first is still
-         *     being handled is 409.
+         *     being handled is 409 with `Retry-After`. A first request that never answered (its API
+         *     died, or a Redis failover kept its job but not its queue entry) leaves the key taken:
+         *     15 s later a retry takes its job over, queues it again if need be, and answers it.
          *
          *     With `NICLAB_REDIS_WAIT_REPLICAS` set (Redis Sentinel), the 202 waits until that many
          *     replicas have the job; when they do not confirm within `NICLAB_REDIS_WAIT_MS` the answer
          *     is 503 with `Retry-After`, and the job may or may not have been kept: send it again with
-         *     the same `Idempotency-Key`.
+         *     the same `Idempotency-Key`. While Redis cannot be reached at all (a restart, a failover
+         *     before the sentinels have named the new master) every request is 503 with `Retry-After`.
          */
         post: operations["createJob"];
         delete?: never;

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { MasterWatch, type Address } from './master-watch.js';
 
 /**
  * Connects to redis://, rediss:// or unix:///path URLs. BullMQ workers need
@@ -7,10 +8,20 @@ import { Redis, type RedisOptions } from 'ioredis';
  * is back, so a run in flight survives the outage; the API's fail fast (503).
  */
 export function createRedis(url: string, options: { blocking?: boolean; patient?: boolean; name?: string } = {}): Redis {
-  const redis = connect(url, options);
-  // ioredis reconnects by itself and failed commands reject; without a listener it would print
-  // every reconnect attempt as an "Unhandled error event".
+  return prepared(connect(url, options), url.startsWith('redis-sentinel://') ? watchOf(url) : null);
+}
+
+/**
+ * `redis`, and every connection duplicated from it (a run's blocking ones, BullMQ's), with a
+ * listener for its errors (ioredis reconnects by itself and failed commands reject; without one
+ * it would print every reconnect attempt as an "Unhandled error event") and, with Sentinel,
+ * watched for a failover.
+ */
+function prepared(redis: Redis, watch: MasterWatch | null): Redis {
   redis.on('error', () => undefined);
+  watch?.add(redis);
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (override) => prepared(duplicate(override), watch);
   return redis;
 }
 
@@ -26,6 +37,18 @@ function connect(url: string, options: { blocking?: boolean; patient?: boolean; 
   }
   if (url.startsWith('redis-sentinel://')) return new Redis({ ...common, ...sentinelOptions(url) });
   return new Redis(url, common);
+}
+
+/** One watch of the sentinels per process and set (runtime/master-watch.ts). */
+const watches = new Map<string, MasterWatch>();
+function watchOf(url: string): MasterWatch {
+  let watch = watches.get(url);
+  if (!watch) {
+    const { sentinels, name } = sentinelOptions(url);
+    watch = new MasterWatch(sentinels as Address[], name!);
+    watches.set(url, watch);
+  }
+  return watch;
 }
 
 /**
@@ -49,8 +72,9 @@ export function sentinelOptions(url: string): RedisOptions {
     ...(password ? { password: decodeURIComponent(password) } : {}),
     ...(tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
     sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2000),
-    // Told of a failover by the sentinels themselves (+switch-master), not only when the old master stops answering.
-    failoverDetector: true,
+    // Told of a failover by the sentinels (+switch-master) through the process's MasterWatch,
+    // not ioredis's failoverDetector, which can end a connection for good (master-watch.ts).
+    failoverDetector: false,
     reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
   };
 }

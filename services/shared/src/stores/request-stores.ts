@@ -13,19 +13,23 @@ export class RequestCounts {
   }
 }
 
-/** What an Idempotency-Key remembers: the hash of the body it came with, and the job once made. */
+/**
+ * What an Idempotency-Key remembers: the hash of the body it came with and the job it makes,
+ * and, until the request that took it has answered, when it was taken (`pending`).
+ */
 export interface Remembered {
   body: string;
   jobId?: string;
+  pending?: number;
 }
 
 /** Idempotency-Keys of each owner, by the key's hash, for a while. */
 export class IdempotencyKeys {
   constructor(private readonly redis: Redis, private readonly keys: Keys, private readonly ttlSeconds: number) {}
 
-  /** Takes the key for a new request; false when it is taken already. */
-  async claim(owner: string, keyHash: string, body: string): Promise<boolean> {
-    return (await this.redis.set(this.keys.idempotency(owner, keyHash), JSON.stringify({ body } satisfies Remembered), 'EX', this.ttlSeconds, 'NX')) !== null;
+  /** Takes the key for a new request that will make job `jobId`; false when it is taken already. */
+  async claim(owner: string, keyHash: string, body: string, jobId: string, now = Date.now()): Promise<boolean> {
+    return (await this.redis.set(this.keys.idempotency(owner, keyHash), JSON.stringify({ body, jobId, pending: now } satisfies Remembered), 'EX', this.ttlSeconds, 'NX')) !== null;
   }
 
   async remember(owner: string, keyHash: string, value: Remembered): Promise<void> {
