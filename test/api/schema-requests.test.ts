@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import request from 'supertest';
 import { compileSchema, createAjv, loadOpenApi, resolveRef, type OperationObject, type ParameterObject } from '@niclab/shared/runtime/openapi';
-import { schemaArbitrary } from '../helpers/schema-arbitrary.js';
+import { ABSENT, schemaArbitrary } from '../helpers/schema-arbitrary.js';
 import { stackPerFile, type Stack } from '../helpers/stack.js';
 import { syntheticSchedule } from '../helpers/changes.js';
 
@@ -66,9 +66,9 @@ const overrides = {
   timezone: (generic: fc.Arbitrary<unknown>) => fc.oneof({ weight: 4, arbitrary: fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York') }, { weight: 1, arbitrary: generic }),
   // Both ends are the one agent's lo, which cannot hold two tunings at once: tuning's role blocks
   // (`sender`, `receiver`: no other request field has these names) and a factorial, which tunes
-  // one end without the other in two of its cells, are mostly left out (an undefined field is not
-  // in the JSON sent) so that the rest can be taken; sometimes drawn, and refused naming the block.
-  ...Object.fromEntries(['sender', 'receiver', 'factorial'].map((name) => [name, (generic: fc.Arbitrary<unknown>) => fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: generic })])),
+  // one end without the other in two of its cells, are mostly left out so that the rest can be
+  // taken; sometimes drawn, and refused naming the block.
+  ...Object.fromEntries(['sender', 'receiver', 'factorial'].map((name) => [name, (generic: fc.Arbitrary<unknown>) => fc.oneof({ weight: 9, arbitrary: fc.constant(ABSENT) }, { weight: 1, arbitrary: generic })])),
 };
 
 interface BodyOperation { id: string; method: string; path: string; body: unknown; headers: ParameterObject[] }
