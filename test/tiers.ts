@@ -16,6 +16,9 @@ export const SERIAL: Record<string, string> = {
   // latency run at half its PDR lost 0.71% of a 20 Mbit/s shaper's datagrams.
   'test/lab/mtu.test.ts': 'builtin TCP at each MTU beside bare iperf3 at the same MTU, both unshaped and CPU-bound',
   'test/lab/compare.test.ts': 'A/B verdicts on shaped links',
+  // Its cells are window-limited rates over a round trip a flood's full queue makes: a process
+  // beside it that deschedules the flood drains the queue and moves the rate.
+  'test/lab/factorial.test.ts': "each factorial cell's throughput against bare iperf3 with the same sysctls, on a delayed path",
   'test/lab/attribution.test.ts': 'CPU verdicts from a starved sender',
   // It waits more than it works (17 CPU-s in 75 s), but its runs are rates through a 20 Mbit/s
   // tbf and it places a 10% step between two of them: in the concurrent tier a fresh-clone run

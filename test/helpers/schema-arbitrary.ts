@@ -10,6 +10,9 @@ type Schema = Record<string, any> | boolean;
  */
 export type Overrides = Record<string, (generic: fc.Arbitrary<unknown>) => fc.Arbitrary<unknown>>;
 
+/** What a property's override draws to leave the property out of its object (as if fc.record had not drawn it). */
+export const ABSENT = Symbol('absent');
+
 export interface ArbitraryOptions {
   overrides?: Overrides;
   /** Arrays and maps are drawn with at most this many items (within the schema's bounds). */
@@ -147,7 +150,7 @@ export function schemaArbitrary(doc: OpenApiDocument, schema: unknown, options: 
         const generic = build(properties[name]!);
         model[name] = overrides[name] ? overrides[name](generic) : generic;
       }
-      return fc.record(model, { requiredKeys: (node.required ?? []) as string[] });
+      return fc.record(model, { requiredKeys: (node.required ?? []) as string[] }).map((value) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== ABSENT)));
     }
     if (node.additionalProperties && typeof node.additionalProperties === 'object') {
       const keys = node.propertyNames ? build({ type: 'string', ...node.propertyNames }) : fc.string({ maxLength: 16 });

@@ -55,6 +55,42 @@ describe('the path MTU proven before a run at it', { skip: NOT_ROOT }, () => {
     }
   });
 
+  test("when one end sets an MTU the sender proves the one it sends at: its own 9000 refused by a receiver left at 1500; its own 1500 proven when only the receiver is set to 9000", async (ctx) => {
+    const [a, b] = t.lab.hosts as [typeof t.lab.hosts[0], typeof t.lab.hosts[0]];
+    const senderOnly = await t.client.submit({ engine: 'builtin', duration: 1, tuning: { sender: { mtu: 9000 } }, flows: [flow('A', 'B')] });
+    assert.equal(senderOnly.status, 202, JSON.stringify(senderOnly.body));
+    const { job: refused } = await t.client.finish(senderOnly.body.id, 60_000);
+    const proof = refused.runs[0].flows[0].diagnostics.sender.pathMtu;
+    ctx.diagnostic(`sender alone at 9000: ${refused.runs[0].error?.code}: ${refused.runs[0].error?.message}`);
+    assert.equal(refused.runs[0].error.code, 'path_mtu');
+    assert.deepEqual([proof.mtu, proof.passed], [9000, false]);
+    assert.match(refused.runs[0].error.message, /the receiver's own interface at a smaller MTU/);
+    assert.equal(refused.runs[0].flows[0].bitsPerSecond, null);
+    // The largest size that passed is the one the test's own ping finds with A at 9000 by hand
+    // (B's veth takes 4 bytes over its MTU, a VLAN tag's room: 1504).
+    await command('ip', ['-n', a.namespace, 'link', 'set', 'eth1', 'mtu', '9000']);
+    try {
+      assert.deepEqual([await answered(a.namespace, b.address, proof.largestPassed), await answered(a.namespace, b.address, proof.largestPassed + 1)], [true, false], `largest passed ${proof.largestPassed}`);
+    } finally {
+      await command('ip', ['-n', a.namespace, 'link', 'set', 'eth1', 'mtu', '1500']);
+    }
+    assert.ok(proof.largestPassed >= 1500 && proof.largestPassed < 1600, `largest passed ${proof.largestPassed}, about the receiver's 1500`);
+    // The receiver alone at 9000: the sender's frames are its own 1500 B, and that is what it proves.
+    const job = await t.client.succeed({ engine: 'builtin', duration: 1, tuning: { receiver: { mtu: 9000 } }, flows: [flow('A', 'B')] }, 60_000);
+    const f = job.runs[0].flows[0];
+    ctx.diagnostic(`receiver alone at 9000: proof ${JSON.stringify(f.diagnostics.sender.pathMtu)}`);
+    assert.deepEqual(f.diagnostics.sender.pathMtu, { ...f.diagnostics.sender.pathMtu, mtu: 1500, passed: true, largestPassed: 1500, refusedBy: null });
+    assert.deepEqual([f.diagnostics.sender.environment.mtu, f.diagnostics.receiver.environment.mtu], [1500, 9000]);
+    assert.deepEqual([f.diagnostics.sender.tuning, f.diagnostics.receiver.tuning], [undefined, { mtu: 9000 }], "each end's own tuning");
+    // The test's own ping finds the same: 1500 B from A reach B (at 9000 again by hand), 1501 do not leave A.
+    await command('ip', ['-n', b.namespace, 'link', 'set', 'eth1', 'mtu', '9000']);
+    try {
+      assert.deepEqual([await answered(a.namespace, b.address, 1500), await answered(a.namespace, b.address, 1501)], [true, false]);
+    } finally {
+      await command('ip', ['-n', b.namespace, 'link', 'set', 'eth1', 'mtu', '1500']);
+    }
+  });
+
   test('with the bridge at 9000, a sweep of MTU 1500/4000/9000: each point proven and run at its MTU, its throughput and CPU per KB reported beside bare iperf3 at the same MTU', async (ctx) => {
     const [a, b] = t.lab.hosts as [typeof t.lab.hosts[0], typeof t.lab.hosts[0]];
     const sizes = [1500, 4000, 9000];

@@ -80,8 +80,9 @@ export async function provePathMtu(iface: string, address: string, mtu: number, 
   return done(false, low);
 }
 
-/** The run's error for a proof that failed: the largest size that passed and who refused. */
-export function pathMtuMessage(proof: PathMtuProof, from: string, to: string): string {
+/** The run's error for a proof that failed: the largest size that passed and who refused (and the receiver's MTU, when the run set it smaller). */
+export function pathMtuMessage(proof: PathMtuProof, from: string, to: string, peerMtu?: number): string {
   const largest = proof.largestPassed === null ? 'no size got an answer' : `the largest that did was ${proof.largestPassed} B`;
-  return `the path from ${from} to ${to} does not carry MTU ${proof.mtu} with don't-fragment set: ${largest}; refused by ${proof.refusedBy} (${proof.probes} echoes in ${proof.seconds} s)`;
+  const peer = peerMtu !== undefined && peerMtu < proof.mtu ? `; this run set the receiver's interface to MTU ${peerMtu}, below the sender's ${proof.mtu}` : '';
+  return `the path from ${from} to ${to} does not carry MTU ${proof.mtu} with don't-fragment set: ${largest}; refused by ${proof.refusedBy} (${proof.probes} echoes in ${proof.seconds} s)${peer}`;
 }

@@ -55,36 +55,40 @@ export async function processTask(task: Task, signal: AbortSignal, deps: Process
   // The interface is read while Redis answers whether the run was abandoned: the end starts sooner.
   const iface = readInterface(task.interface);
   if (await channel.isAbandoned()) return report({ code: 'canceled', message: 'the run was canceled or abandoned before this end started' });
-  if (!task.tuning) return measure({ task, engine, signal, deps, channel, diagnostics, report, log, reading: iface });
-  if (!deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
-  const tuner = deps.tuner;
+  const proving = task.role === 'sender' && (task.tuning?.mtu !== undefined || task.peerMtu !== undefined);
+  if (!task.tuning && !proving) return measure({ task, engine, signal, deps, channel, diagnostics, report, log, reading: iface });
+  if (task.tuning && !deps.tuner) return report({ code: 'tuning_failed', message: `agent ${deps.agentId} cannot apply tuning` });
+  const tuner = task.tuning ? deps.tuner : undefined;
   try {
-    diagnostics.tuning = await tuner.apply(task.runId, task.interface, task.tuning);
+    if (tuner) diagnostics.tuning = await tuner.apply(task.runId, task.interface, task.tuning!);
   } catch (error) {
     return report({ code: 'tuning_failed', message: (error as Error).message });
   }
   // Restored before the report goes out: the coordinator starts the next run (which may tune
   // the same interface again) only once every end has reported.
-  let released = false;
+  let released = !tuner;
   const release = async () => {
     if (released) return;
     released = true;
-    await tuner.release(task.runId).catch((error: Error) => log.error({ err: error }, 'restoring the tuning failed'));
+    await tuner!.release(task.runId).catch((error: Error) => log.error({ err: error }, 'restoring the tuning failed'));
   };
   const restoreThenReport: typeof report = async (error, rest) => {
     await release();
     return report(error, rest);
   };
   try {
-    // A sender proves the path carries the MTU the run set before it measures anything at it.
-    if (task.role === 'sender' && task.tuning.mtu !== undefined) {
-      const proof = await provePathMtu(task.interface, task.peer.address, task.tuning.mtu, signal).catch((error: Error) => error);
+    // A sender proves the path carries the MTU it will send at before it measures anything at it:
+    // its own as set, or, when only the receiver's was set, its interface's as it is.
+    // (An interface that cannot be read has no MTU to prove: the measurement says it is missing.)
+    const mtu = proving ? (task.tuning?.mtu ?? (await iface)?.mtu) : null;
+    if (task.role === 'sender' && typeof mtu === 'number') {
+      const proof = await provePathMtu(task.interface, task.peer.address, mtu, signal).catch((error: Error) => error);
       if (proof instanceof Error) return await restoreThenReport(signal.aborted ? abortError(signal) : { code: 'path_mtu', message: `the path's MTU could not be probed: ${proof.message}` });
       diagnostics.pathMtu = proof;
-      if (!proof.passed) return await restoreThenReport({ code: 'path_mtu', message: pathMtuMessage(proof, `${deps.agentId}:${task.interface}`, task.peer.address) });
+      if (!proof.passed) return await restoreThenReport({ code: 'path_mtu', message: pathMtuMessage(proof, `${deps.agentId}:${task.interface}`, task.peer.address, task.peerMtu) });
     }
     // Read again: tuning may change what the interface reports (its MTU).
-    return await measure({ task, engine, signal, deps, channel, diagnostics, report: restoreThenReport, log, reading: readInterface(task.interface) });
+    return await measure({ task, engine, signal, deps, channel, diagnostics, report: restoreThenReport, log, reading: tuner ? readInterface(task.interface) : iface });
   } finally {
     await release();
   }

@@ -10,16 +10,20 @@ import type { JobStore } from '@niclab/shared/stores/job-store';
 import { enqueueJob, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
-import { intervalOf } from '@niclab/shared/domain/plan';
+import { intervalOf, runSpec } from '@niclab/shared/domain/plan';
 import { CONFIDENCE } from '@niclab/shared/domain/statistics';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
-import { tuningErrors } from '@niclab/shared/domain/tuning-rules';
+import { jobTuningErrors } from '@niclab/shared/domain/tuning-rules';
+import { tuningConflicts } from '@niclab/shared/domain/end-tuning';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 
 /** A job may expand to at most this many runs. */
 export const MAX_RUNS = 10_000;
+
+/** Each error once (the same conflict at every point of a sweep is one). */
+const unique = (errors: FieldError[]) => [...new Map(errors.map((e) => [`${e.field}\u0000${e.message}`, e])).values()];
 
 /** What the schema cannot say about a spec: combinations that do not make sense. */
 function consistency(spec: JobSpec): FieldError[] {
@@ -30,12 +34,14 @@ function consistency(spec: JobSpec): FieldError[] {
   }
   errors.push(...kindOf(spec).specErrors(spec), ...flowTestErrors(spec));
   if (typeof spec.repeat === 'object' && spec.repeat.min > spec.repeat.max) errors.push({ field: 'body.repeat.min', message: `must not exceed max (${spec.repeat.max})` });
-  if (spec.tuning) errors.push(...tuningErrors(spec.tuning, 'body.tuning'));
+  if (spec.tuning) errors.push(...jobTuningErrors(spec.tuning, 'body.tuning'));
   if (spec.interval !== undefined && spec.interval > spec.duration) errors.push({ field: 'body.interval', message: `must not exceed duration (${spec.duration} s)` });
   const campaign = campaignOf(spec);
   errors.push(...campaign.specErrors(spec));
   const { runs, by } = campaign.maxRuns(spec);
   if (runs > MAX_RUNS) errors.push({ field: by === 'pairs' ? 'body.flows' : 'body.sweep', message: `expands to ${runs} runs${by === 'pairs' ? ` (${spec.flows.length} pairs)` : ''}; at most ${MAX_RUNS} are allowed per job` });
+  // Each kind of run the campaign makes, once: no host or interface of it may need two tunings at once.
+  else if (spec.tuning) errors.push(...unique(campaign.runShapes(spec).flatMap((shape) => tuningConflicts(runSpec(spec, shape), shape.point))));
   return errors;
 }
 

@@ -5,7 +5,8 @@ import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
-import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run } from '@niclab/shared/domain/contract';
+import { isFinished, TERMINAL_STATUSES, type ErrorInfo, type Job, type JobSpec, type Run, type SweepPoint } from '@niclab/shared/domain/contract';
+import { sysctlHosts } from '@niclab/shared/domain/end-tuning';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import { holdsJobLock, jobStore, type JobMessage } from '@niclab/shared/stores/job-queue';
 import type { ChangeStore } from '@niclab/shared/stores/changes';
@@ -210,7 +211,7 @@ export class Coordinator {
     let run: Run | null = null;
     for (;;) {
       const runId = randomUUID();
-      const targets = await this.leaseTargets(runSpec(job.spec, plan));
+      const targets = await this.leaseTargets(runSpec(job.spec, plan), plan.point);
       // First come first served: a job's first run waits from its submission, a later run (or
       // attempt) from now, behind the jobs already waiting. So jobs that share interfaces take
       // turns run by run: two campaigns submitted together alternate (A B A B), and a drift of
@@ -281,13 +282,14 @@ export class Coordinator {
 
   /**
    * The interfaces a run leases: both ends of every flow. Tuned sysctls change a whole host
-   * (its network namespace), so a run with them also leases every interface of each agent it
-   * involves: no other run on those hosts overlaps it, before or after.
+   * (its network namespace), so a run also leases every interface of each agent whose end sets
+   * sysctls in it (a factorial's cell may set them at one end only): no other run on those hosts
+   * overlaps it, before or after.
    */
-  private async leaseTargets(spec: JobSpec): Promise<LeaseTarget[]> {
+  private async leaseTargets(spec: JobSpec, point: SweepPoint): Promise<LeaseTarget[]> {
     const ends: LeaseTarget[] = spec.flows.flatMap((f) => [f.from, f.to]);
-    if (Object.keys(spec.tuning?.sysctl ?? {}).length === 0) return ends;
-    const agents = [...new Set(ends.map((end) => end.agent))];
+    const agents = sysctlHosts(spec, point);
+    if (agents.length === 0) return ends;
     const records = await Promise.all(agents.map((id) => this.registry.get(id)));
     return [...ends, ...records.flatMap((agent, i) => (agent?.interfaces ?? []).map((iface) => ({ agent: agents[i]!, interface: iface.name })))];
   }

@@ -7,7 +7,8 @@ import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Keys } from '@niclab/shared/stores/keys';
 import type { Leases, LeaseTarget } from '@niclab/shared/stores/leases';
 import type { Logger } from '@niclab/shared/runtime/logger';
-import { legsOf, paramsAt, runSpec, tuningAt, type PlannedRun } from '@niclab/shared/domain/plan';
+import { legsOf, paramsAt, runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
+import { endTuningAt } from '@niclab/shared/domain/end-tuning';
 import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/flow-tests';
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
@@ -155,11 +156,12 @@ export class RunExecution {
     const deadline = t0 + (runSeconds(spec) + this.deps.setupSeconds) * 1000;
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
     // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).
-    const tuning = tuningAt(spec, run.point);
-    const base = legs.map((leg) => ({
-      jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline, ...(tuning ? { tuning } : {}),
-    }));
-    await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base[i]!, role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
+    const base = legs.map((leg) => ({ jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline }));
+    // Each end its own tuning: the shorthand merged with its role's block (a factorial's cell may leave a role out).
+    const tuning = { sender: endTuningAt(spec, run.point, 'sender'), receiver: endTuningAt(spec, run.point, 'receiver') };
+    // A sender proves the path when either end sets an MTU: a receiver's alone changes what the path carries too.
+    const senderTuning = { ...(tuning.sender ? { tuning: tuning.sender } : {}), ...(tuning.receiver?.mtu !== undefined ? { peerMtu: tuning.receiver.mtu } : {}) };
+    await Promise.all(legs.map((leg, i) => this.dispatch(leg.receiver.agent, { ...base[i]!, ...(tuning.receiver ? { tuning: tuning.receiver } : {}), role: 'receiver', leg: i, interface: leg.receiver.interface } satisfies ReceiverTask)));
     // Receivers get half the setup allowance to start; the other half is the senders' margin.
     const setupDeadline = t0 + this.deps.setupSeconds * 500;
     const started = (i: number) => this.ready.has(i) || this.receivers.has(i);
@@ -176,7 +178,7 @@ export class RunExecution {
         const peer = this.ready.get(i);
         if (!peer) return Promise.resolve(); // its receiver already failed and reported
         const legStart = startAt + startDelaySeconds(spec, leg.flowIndex) * 1000;
-        return this.dispatch(leg.sender.agent, { ...base[i]!, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt: legStart } satisfies SenderTask);
+        return this.dispatch(leg.sender.agent, { ...base[i]!, ...senderTuning, role: 'sender', leg: i, interface: leg.sender.interface, peer: { address: peer.address, port: peer.port }, startAt: legStart } satisfies SenderTask);
       }),
     );
     const expected = legs.filter((_, i) => this.ready.has(i)).length;

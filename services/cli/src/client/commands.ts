@@ -58,6 +58,10 @@ const RUN_OPTIONS = {
   'probe-interval': { type: 'string' },
   'probe-size': { type: 'string' },
   idle: { type: 'string' },
+  tune: { type: 'string', multiple: true },
+  'tune-sender': { type: 'string', multiple: true },
+  'tune-receiver': { type: 'string', multiple: true },
+  factorial: { type: 'boolean' },
 } as const;
 
 const COMMON = {
@@ -98,6 +102,7 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
              [--rr --request 1 --response 1] [--probe] [--with-rr] [--with-probe] [--idle 3]
              [--probe-interval 10ms --probe-size 64] [--reverse|--bidir] [--repeat 10]
              [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
+             [--tune K=V,...] [--tune-sender K=V,...] [--tune-receiver K=V,...] [--factorial]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
       dir (forward,reverse,bidir), mtu (each end's interface, admin: the path is proven
@@ -108,6 +113,12 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       UDP latency probe (a datagram every --probe-interval ms, default 10, reflected: round
       trips, one-way delays where both ends share a clock, loss each way, IPDV); both flags
       together add one of each. --probe: a job of the probe alone.
+      --tune, --tune-sender, --tune-receiver (admin): settings for both ends, each leg's
+      sender, each leg's receiver, as KEY=VALUE pairs: mtu, txqueuelen, a sysctl
+      ('net.ipv4.tcp_rmem=4096 131072 16777216'), gro=off, rx-ring=4096, qdisc=pfifo,
+      qdisc.limit=1000; always restored. --factorial: the four cells none, sender, receiver
+      and both, each --repeat times (2 or more) in rotation; the table gives each end's effect,
+      the interaction and whether tuning one end alone harms throughput.
       --mesh rack=a:eth1 instead of --from/--to: every ordered pair of the agents with those
       labels, on eth1 (or rack=a:198.18.1.0/24, the interface in that prefix), each pair a run,
       in rounds sharing no interface; --wait prints the matrix. --disjoint rack=a:eth1

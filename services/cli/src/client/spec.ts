@@ -7,6 +7,7 @@ import type { FlowGroup, GroupMembers, JobRequest, JobSpec } from '@niclab/share
 import { PROBE_DEFAULTS } from '@niclab/shared/domain/test-kinds/probe/index';
 import type { components } from '@niclab/shared/generated/openapi';
 import { AGENT_ID, INTERFACE_NAME } from '@niclab/shared/domain/names';
+import { FEATURES, RINGS, type EndTuning } from '@niclab/shared/domain/tuning-rules';
 
 export class ArgumentError extends Error {}
 
@@ -106,6 +107,44 @@ export function parseSweep(texts: string[]): JobSpec['sweep'] | undefined {
   return sweep as JobSpec['sweep'];
 }
 
+/** One `KEY=VALUE` of a tuning flag into `tuning`: mtu, txqueuelen, a sysctl (`net.…`), an offload (gro=off), a ring size, qdisc=KIND and qdisc.limit. */
+function tuneOne(tuning: EndTuning, key: string, value: string, flag: string): void {
+  const ethtool = (): NonNullable<EndTuning['ethtool']> => (tuning.ethtool ??= {});
+  if (key === 'mtu' || key === 'txqueuelen') tuning[key] = integer(value, `${flag} ${key}`);
+  else if (key.startsWith('net.')) tuning.sysctl = { ...tuning.sysctl, [key]: value.trim().replace(/\s+/g, ' ') };
+  else if (FEATURES[key]) (ethtool() as Record<string, string>)[key] = boolean(value, `${flag} ${key}`) ? 'on' : 'off';
+  else if (RINGS[key]) (ethtool() as Record<string, number>)[key] = integer(value, `${flag} ${key}`);
+  else if (key === 'qdisc') tuning.qdisc = { ...tuning.qdisc, kind: value as NonNullable<EndTuning['qdisc']>['kind'] };
+  else if (key === 'qdisc.limit') tuning.qdisc = { ...tuning.qdisc!, limit: integer(value, `${flag} qdisc.limit`) };
+  else throw new ArgumentError(`${flag}: "${key}" is not a setting: mtu, txqueuelen, a sysctl (net.…), ${[...Object.keys(FEATURES), ...Object.keys(RINGS)].join(', ')}, qdisc or qdisc.limit`);
+}
+
+/**
+ * `--tune-sender 'net.ipv4.tcp_wmem=4096 16384 4194304,mtu=9000'`: settings for one end (or,
+ * `--tune`, both), comma-separated KEY=VALUE pairs, the flag given as often as wanted. The API
+ * checks the names and values against its allow-lists.
+ */
+export function parseTuning(texts: string[], flag: string): EndTuning | undefined {
+  if (texts.length === 0) return undefined;
+  const tuning: EndTuning = {};
+  for (const pair of texts.flatMap((t) => t.split(','))) {
+    const at = pair.indexOf('=');
+    if (at < 1 || at === pair.length - 1) throw new ArgumentError(`${flag}: "${pair}" is not KEY=VALUE (e.g. net.ipv4.tcp_rmem=4096 131072 4194304 or mtu=9000)`);
+    tuneOne(tuning, pair.slice(0, at).trim(), pair.slice(at + 1), flag);
+  }
+  if (tuning.qdisc && !tuning.qdisc.kind) throw new ArgumentError(`${flag}: qdisc.limit needs qdisc=KIND`);
+  return tuning;
+}
+
+/** `--tune`, `--tune-sender`, `--tune-receiver` into a job's `tuning` (undefined when none is given). */
+export function tuningOf(o: Pick<RunOptions, 'tune' | 'tune-sender' | 'tune-receiver'>): JobSpec['tuning'] {
+  const shorthand = parseTuning(o.tune ?? [], '--tune');
+  const sender = parseTuning(o['tune-sender'] ?? [], '--tune-sender');
+  const receiver = parseTuning(o['tune-receiver'] ?? [], '--tune-receiver');
+  if (!shorthand && !sender && !receiver) return undefined;
+  return { ...shorthand, ...(sender ? { sender } : {}), ...(receiver ? { receiver } : {}) };
+}
+
 export interface RunOptions {
   from?: string[];
   to?: string[];
@@ -158,6 +197,12 @@ export interface RunOptions {
   star?: string[];
   /** A star's direction: to the center, from it, or both (default). */
   'star-direction'?: string;
+  /** Tuning for both ends, the sender only, the receiver only: KEY=VALUE,... (admin). */
+  tune?: string[];
+  'tune-sender'?: string[];
+  'tune-receiver'?: string[];
+  /** A factorial over which ends are tuned: none, sender, receiver, both, each --repeat times. */
+  factorial?: boolean;
 }
 
 /** The group --mesh, --disjoint or --star asks for (at most one of them, never beside --from/--to), or null. */
@@ -225,6 +270,9 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
     if (o.reverse || o.bidir) throw new ArgumentError('--both-directions excludes --reverse and --bidir');
     spec.sweep = { ...spec.sweep, direction: ['forward', 'reverse'] };
   }
+  const tuning = tuningOf(o);
+  if (tuning) spec.tuning = tuning;
+  if (o.factorial) spec.factorial = { of: 'ends' };
   if (o.label?.length) {
     spec.labels = Object.fromEntries(
       o.label.map((l) => {

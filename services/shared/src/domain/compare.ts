@@ -7,7 +7,7 @@ import { byPoint, headline } from './points.js';
 import { METRIC_NAMES, RUN_METRICS, type MetricName, type RunMetric } from './figure-directions.js';
 import type { EndDiagnostics, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
-import { DIMENSIONS, pointKey, pointLabel, sweepPoints } from './plan.js';
+import { DIMENSIONS, pointKey, pointLabel, sweptValues } from './plan.js';
 import { alignTable } from './text-table.js';
 import { CONFIDENCE, clipToDomain, holm, summarize, welch, type Summary, type Welch } from './statistics.js';
 import { FIGURE_DOMAINS, minChange } from './figure-domains.js';
@@ -206,7 +206,9 @@ export function compareJobs(baseline: Job, baseRuns: Run[], candidate: Job, cand
   const differences = environmentDifferences(baseRuns.filter((r) => r.status === 'succeeded'), candRuns.filter((r) => r.status === 'succeeded'), userVaried);
   const rules = { alpha: 1 - CONFIDENCE, minChangePercent, flagged: differences.some((d) => !d.variedByUser) };
   const keys = new Map<string, SweepPoint>();
-  for (const p of [...sweepPoints(baseline.spec), ...sweepPoints(candidate.spec)]) keys.set(pointKey(p), p);
+  // Each job's points as its campaign runs them: a factorial's every sweep point in its four cells.
+  const pointsOfJob = (spec: JobSpec) => campaignOf(spec).runShapes(spec).map((shape) => shape.point);
+  for (const p of [...pointsOfJob(baseline.spec), ...pointsOfJob(candidate.spec)]) keys.set(pointKey(p), p);
   const [baseByPoint, candByPoint] = [byPoint(baseRuns), byPoint(candRuns)];
   const pointsOf = (m: RunMetric): ComparedPoint[] => {
     const values = (spec: JobSpec, runs: Run[] | undefined) => (runs ?? []).filter((r) => r.status === 'succeeded').map((r) => m.value(spec, r)).filter((v): v is number => v !== null);
@@ -297,5 +299,5 @@ export function comparisonTable(c: JobComparison, dimensions: string[]): string 
 
 /** The fields either job sweeps, in sweep order. */
 export function sweptFields(a: JobSpec, b: JobSpec): string[] {
-  return DIMENSIONS.filter((d) => a.sweep?.[d] !== undefined || b.sweep?.[d] !== undefined);
+  return DIMENSIONS.filter((d) => sweptValues(a, d) !== undefined || sweptValues(b, d) !== undefined);
 }

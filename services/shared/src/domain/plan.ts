@@ -27,9 +27,17 @@ export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration
   return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 
-/** In sweep order, the outermost first: each MTU's runs together, as a person would make them. */
-export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+/**
+ * In sweep order, the outermost first: each MTU's runs together, as a person would make them.
+ * The last, `tuned`, is no sweep's: a factorial's cell (campaigns/factorial.ts), innermost.
+ */
+export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize', 'tuned'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
+
+/** A dimension's list in the spec's sweep (undefined for one not swept, and for a campaign's own, as `tuned`). */
+export function sweptValues(spec: Pick<JobSpec, 'sweep'>, dimension: Dimension): readonly unknown[] | undefined {
+  return dimension === 'tuned' ? undefined : spec.sweep?.[dimension];
+}
 
 /** How many runs a point gets: `min` always, up to `max` while the interval is too wide. */
 export interface Repetitions {
@@ -53,7 +61,7 @@ export function pointKey(point: SweepPoint): string {
 export function sweepPoints(spec: JobSpec): SweepPoint[] {
   let points: SweepPoint[] = [{}];
   for (const dimension of DIMENSIONS) {
-    const values = spec.sweep?.[dimension];
+    const values = sweptValues(spec, dimension);
     if (!values || values.length === 0) continue;
     points = points.flatMap((point) => values.map((value) => ({ ...point, [dimension]: value }) as SweepPoint));
   }
@@ -106,11 +114,6 @@ export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): Engi
   // A latency flow's idle baseline is part of its own run: it starts with the run, the load after it.
   const idle = flowIndex !== undefined && kind.latency && job.idleBaseline ? { duration: params.duration + job.idleBaseline, idleSeconds: job.idleBaseline } : {};
   return { ...params, ...kind.params(spec, point), ...idle };
-}
-
-/** The tuning a run at `point` applies: the spec's, with the swept MTU over its own. */
-export function tuningAt(spec: JobSpec, point: SweepPoint): JobSpec['tuning'] {
-  return point.mtu === undefined ? spec.tuning : { ...spec.tuning, mtu: point.mtu };
 }
 
 /** The directions a run at `point` carries data in: the swept one, else the spec's. */

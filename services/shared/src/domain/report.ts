@@ -7,13 +7,14 @@ import { whereLost } from './attribution.js';
 import { byPoint, headline, headlineOf, pointStates } from './points.js';
 import type { EndFigures, FlowResult, Job, JobSpec, Run, SweepPoint } from './contract.js';
 import type { components } from '../generated/openapi.js';
-import { DIMENSIONS, pointKey, pointLabel, repetitions } from './plan.js';
+import { DIMENSIONS, pointKey, pointLabel, repetitions, sweptValues } from './plan.js';
 import { CONFIDENCE, summarize } from './statistics.js';
 import { FIGURE_DOMAINS, type FigureName } from './figure-domains.js';
 import { kindOf } from './test-kinds/index.js';
 import { COLUMNS } from './figures/columns.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { campaignOf } from './campaigns/index.js';
+import { factorialCsvRows } from './campaigns/factorial.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -86,7 +87,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
     status: job.status,
     headline: headline(spec),
     confidence,
-    dimensions: DIMENSIONS.filter((d) => spec.sweep?.[d] !== undefined || campaign.addsDimensions.includes(d)),
+    dimensions: DIMENSIONS.filter((d) => sweptValues(spec, d) !== undefined || campaign.addsDimensions.includes(d)),
     points,
     ...campaign.reportSection(job, finished, confidence),
     failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
@@ -96,6 +97,13 @@ export function buildReport(job: Job, runs: Run[]): Report {
 
 const METRICS = LEG_COLUMNS.map((c) => c.name as LegFigureName);
 
+/** A point's values in the CSV's dimension columns (a rate as its label: `70000pps`). */
+const dimValues = (dims: (typeof DIMENSIONS)[number][], point: SweepPoint) =>
+  dims.map((d) => {
+    const v = point[d];
+    return typeof v === 'object' ? pointLabel({ [d]: v }).split('=')[1] : v;
+  });
+
 /** One header row, one row per point × leg (and `total`) × metric that has values. */
 export function reportCsv(report: Report): string {
   const dims = report.dimensions as (typeof DIMENSIONS)[number][];
@@ -104,11 +112,7 @@ export function reportCsv(report: Report): string {
   type Where = { point: SweepPoint; flow: string; direction: string; from: string; to: string };
   const row = ({ point, flow, direction, from, to }: Where, metric: string, s: RepeatSummary | null | undefined) => {
     if (!s) return;
-    const dimValues = dims.map((d) => {
-      const v = point[d];
-      return typeof v === 'object' ? pointLabel({ [d]: v }).split('=')[1] : v;
-    });
-    rows.push([...dimValues, flow, direction, from, to, metric, s.n, s.mean, s.standardDeviation, s.min, s.max, s.confidenceInterval[0], s.confidenceInterval[1], s.coefficientOfVariation, s.intervalMethod]);
+    rows.push([...dimValues(dims, point), flow, direction, from, to, metric, s.n, s.mean, s.standardDeviation, s.min, s.max, s.confidenceInterval[0], s.confidenceInterval[1], s.coefficientOfVariation, s.intervalMethod]);
   };
   for (const p of report.points) {
     for (const f of p.flows) {
@@ -116,6 +120,11 @@ export function reportCsv(report: Report): string {
       for (const metric of METRICS) row(where, metric, f[metric]);
     }
     for (const metric of ['bitsPerSecond', 'retransmits', 'transactionsPerSecond'] as const) row({ point: p.point, flow: 'total', direction: '', from: '', to: '' }, metric, p.total[metric]);
+  }
+  // A factorial's cells with their pooled intervals and its contrasts, in the headline's unit (flow `factorial`).
+  for (const f of (report.factorials ?? []).flatMap(factorialCsvRows)) {
+    if (f.mean === null) continue;
+    rows.push([...dimValues(dims, f.point), 'factorial', '', '', '', f.metric, f.n, f.mean, f.standardDeviation ?? '', '', '', f.interval?.[0] ?? '', f.interval?.[1] ?? '', '', f.method ?? '']);
   }
   return [header, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }

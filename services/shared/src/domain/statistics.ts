@@ -201,3 +201,41 @@ export function welch(baseline: Summary, candidate: Summary, confidence = CONFID
   const half = tQuantile(1 - (1 - confidence) / 2, df) * se;
   return { difference, differenceInterval: [difference - half, difference + half], degreesOfFreedom: df, t, pValue: Math.min(1, 2 * (1 - tCdf(Math.abs(t), df))) };
 }
+
+/** Groups of values summarised for contrasts of their means: each group's mean and size, and the pooled within-group standard deviation. */
+export interface PooledGroups {
+  means: number[];
+  sizes: number[];
+  /** √(Σ over groups of Σ (y − its group's mean)² / (N − k)); null without degrees of freedom. */
+  pooledStandardDeviation: number | null;
+  /** N − k: the values less the groups. */
+  degreesOfFreedom: number;
+}
+
+/** The groups' means and sizes and their pooled within-group standard deviation (every group must have a value). */
+export function pooledGroups(groups: number[][]): PooledGroups {
+  const means = groups.map(meanOf);
+  const sizes = groups.map((g) => g.length);
+  const degreesOfFreedom = sizes.reduce((a, b) => a + b, 0) - groups.length;
+  const squares = groups.reduce((sum, g, i) => sum + g.reduce((a, y) => a + (y - means[i]!) ** 2, 0), 0);
+  return { means, sizes, pooledStandardDeviation: degreesOfFreedom > 0 ? Math.sqrt(squares / degreesOfFreedom) : null, degreesOfFreedom };
+}
+
+export interface ContrastEstimate {
+  /** L = Σ w·mean. */
+  estimate: number;
+  /** s·√(Σ w²/n); null without degrees of freedom. */
+  standardError: number | null;
+  /** L ± t(1 − (1 − confidence)/2, N − k)·SE; null without degrees of freedom. */
+  interval: [number, number] | null;
+}
+
+/** The linear contrast Σ w·mean of pooled groups (weights in the groups' order), with its Student-t interval on the pooled degrees of freedom. */
+export function contrast(groups: PooledGroups, weights: number[], confidence = CONFIDENCE): ContrastEstimate {
+  const estimate = weights.reduce((sum, w, i) => sum + w * groups.means[i]!, 0);
+  const s = groups.pooledStandardDeviation;
+  if (s === null) return { estimate, standardError: null, interval: null };
+  const standardError = s * Math.sqrt(weights.reduce((sum, w, i) => sum + (w * w) / groups.sizes[i]!, 0));
+  const half = tQuantile(1 - (1 - confidence) / 2, groups.degreesOfFreedom) * standardError;
+  return { estimate, standardError, interval: [estimate - half, estimate + half] };
+}

@@ -1,4 +1,4 @@
-import type { Tuning } from './tuning-rules.js';
+import type { EndTuning } from './tuning-rules.js';
 import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta } from './contract.js';
 import type { Measured } from './test-kinds/measured.js';
 
@@ -25,8 +25,8 @@ interface TaskBase {
   interface: string;
   /** Epoch ms by which this end must have finished, whatever its peer does. */
   deadline: number;
-  /** Settings the agent applies to this end's interface and host for the run, then restores. */
-  tuning?: Tuning;
+  /** This end's own settings (the job's shorthand merged with its role's block), applied to its interface and host for the run, then restored. */
+  tuning?: EndTuning;
 }
 
 /** Listen on the interface's address and report the port, then receive until every stream ends. */
@@ -39,6 +39,8 @@ export interface SenderTask extends TaskBase {
   role: 'sender';
   peer: { address: string; port: number };
   startAt: number;
+  /** The MTU the run set on the receiver's interface, when it set one: the sender proves the path at its own MTU then too. */
+  peerMtu?: number;
 }
 
 export type Task = ReceiverTask | SenderTask;

@@ -1,7 +1,11 @@
 import type { FieldError, JobSpec } from './contract.js';
+import type { components } from '../generated/openapi.js';
 import { qdiscErrors } from './qdisc-rules.js';
 
+/** A job's tuning: the shorthand for both ends, and each role's own block. */
 export type Tuning = NonNullable<JobSpec['tuning']>;
+/** What one end applies to its interface and host: its merged tuning, as an agent's task carries it. */
+export type EndTuning = components['schemas']['EndTuning'];
 
 /** The sysctls a job may set: socket buffers and TCP behaviour, nothing that opens the host up. */
 export const SYSCTLS: readonly string[] = [
@@ -26,8 +30,13 @@ export const FEATURES: Readonly<Record<string, string>> = {
 /** ethtool -G ring sizes by the name a job uses, and the parameter ethtool takes. */
 export const RINGS: Readonly<Record<string, string>> = { 'rx-ring': 'rx', 'tx-ring': 'tx' };
 
-/** What the schema cannot say about `tuning`: the allow-lists and the value each setting takes. */
-export function tuningErrors(tuning: Tuning, root: string): FieldError[] {
+/** What the schema cannot say about a job's `tuning`: the shorthand's and each role's block's. */
+export function jobTuningErrors({ sender, receiver, ...shorthand }: Tuning, root: string): FieldError[] {
+  return [...tuningErrors(shorthand, root), ...(sender ? tuningErrors(sender, `${root}.sender`) : []), ...(receiver ? tuningErrors(receiver, `${root}.receiver`) : [])];
+}
+
+/** What the schema cannot say about one end's settings: the allow-lists and the value each setting takes. */
+export function tuningErrors(tuning: EndTuning, root: string): FieldError[] {
   const errors: FieldError[] = [];
   for (const name of Object.keys(tuning.sysctl ?? {})) {
     if (!SYSCTLS.includes(name)) errors.push({ field: `${root}.sysctl.${name}`, message: `is not a sysctl niclab may set (allowed: ${SYSCTLS.join(', ')})` });

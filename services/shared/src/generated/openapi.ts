@@ -639,11 +639,13 @@ export interface components {
          * @description What to measure. Omitted fields take their defaults, which the stored job shows.
          *
          *     The rules between fields are stated in `allOf` below, each with the sentence a refusal
-         *     gives (`x-niclab-rule`). Four rules JSON Schema cannot state are checked by the server
+         *     gives (`x-niclab-rule`). Six rules JSON Schema cannot state are checked by the server
          *     alone: adaptive `repeat.min` at most `repeat.max`, `interval` at most `duration`, at
          *     most 10,000 runs per job (the sweep's cartesian product times `repeat`, or `repeat.max`;
-         *     a search's points times `search.maxTrials`), and a search's `min` at most its `max` at
-         *     every swept size. Beyond the schema, a submission is refused only for the live
+         *     a search's points times `search.maxTrials`), a search's `min` at most its `max` at
+         *     every swept size, no host or interface tuned two ways at once in one run (see Tuning),
+         *     and a factorial's `tuning.sender` and `tuning.receiver` each changing something over
+         *     the shorthand. Beyond the schema, a submission is refused only for the live
          *     inventory: an agent unknown or offline, an interface missing, down or without an
          *     address, an engine its agent cannot run (with the agent's reason), a search without
          *     `max` whose sender reports no link speed, and a token's limits.
@@ -772,29 +774,82 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
-            /** @description Interface and kernel settings applied for the run and always restored (admin only). */
-            tuning?: {
-                mtu?: number;
-                txqueuelen?: number;
-                /** @description The sysctls a job may set (socket buffers and TCP behaviour), as the values `sysctl -w` takes. */
-                sysctl?: {
-                    [key: string]: string;
-                };
-                /** @description Offloads (`ethtool -K`) on or off, and ring sizes (`ethtool -G`). */
-                ethtool?: {
-                    tso?: components["schemas"]["OnOff"];
-                    gso?: components["schemas"]["OnOff"];
-                    gro?: components["schemas"]["OnOff"];
-                    lro?: components["schemas"]["OnOff"];
-                    sg?: components["schemas"]["OnOff"];
-                    rx?: components["schemas"]["OnOff"];
-                    tx?: components["schemas"]["OnOff"];
-                    "rx-ring"?: number;
-                    "tx-ring"?: number;
-                };
-                qdisc?: components["schemas"]["QdiscTuning"];
-            };
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+            tuning?: components["schemas"]["Tuning"];
+            factorial?: components["schemas"]["Factorial"];
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        /**
+         * @description Interface and kernel settings applied for the run and always restored (admin only). The
+         *     settings at the top (`mtu`, `txqueuelen`, `sysctl`, `ethtool`, `qdisc`) are shorthand for
+         *     both ends of every flow. `sender` and `receiver` hold settings for one role only: each
+         *     leg's sender (a flow's `from`, or its `to` in a reverse leg) gets `sender`, each leg's
+         *     receiver gets `receiver`, each on that end's interface and host alone.
+         *
+         *     An end's tuning is the shorthand merged with its role's block, key by key: `mtu`,
+         *     `txqueuelen` and `qdisc` from the block when it sets them, else from the shorthand;
+         *     `sysctl` and `ethtool` merged name by name, the block's value winning. In a `factorial`
+         *     the blocks are what is toggled: an end that is not tuned in a cell gets the shorthand
+         *     alone.
+         *
+         *     An end's sysctls change its whole host (its network namespace), and its other settings
+         *     its interface: a run in which one host, or one interface, would need two different
+         *     tunings at once (a `bidir` leg with different `sender` and `receiver` blocks, a host that
+         *     sends in one flow and receives in another) is refused with a 422 naming the field.
+         */
+        Tuning: {
+            mtu?: number;
+            txqueuelen?: number;
+            sysctl?: components["schemas"]["SysctlTuning"];
+            ethtool?: components["schemas"]["EthtoolTuning"];
+            qdisc?: components["schemas"]["QdiscTuning"];
+            /** @description Settings for every leg's sending end only, merged over the shorthand above. */
+            sender?: components["schemas"]["EndTuning"];
+            /** @description Settings for every leg's receiving end only, merged over the shorthand above. */
+            receiver?: components["schemas"]["EndTuning"];
+        };
+        /** @description The settings one end applies to its interface (`mtu`, `txqueuelen`, `ethtool`, `qdisc`) and its host (`sysctl`) for a run, then restores. */
+        EndTuning: {
+            mtu?: number;
+            txqueuelen?: number;
+            sysctl?: components["schemas"]["SysctlTuning"];
+            ethtool?: components["schemas"]["EthtoolTuning"];
+            qdisc?: components["schemas"]["QdiscTuning"];
+        };
+        /** @description The sysctls a job may set (socket buffers and TCP behaviour), as the values `sysctl -w` takes. */
+        SysctlTuning: {
+            [key: string]: string;
+        };
+        /** @description Offloads (`ethtool -K`) on or off, and ring sizes (`ethtool -G`). */
+        EthtoolTuning: {
+            tso?: components["schemas"]["OnOff"];
+            gso?: components["schemas"]["OnOff"];
+            gro?: components["schemas"]["OnOff"];
+            lro?: components["schemas"]["OnOff"];
+            sg?: components["schemas"]["OnOff"];
+            rx?: components["schemas"]["OnOff"];
+            tx?: components["schemas"]["OnOff"];
+            "rx-ring"?: number;
+            "tx-ring"?: number;
+        };
+        /**
+         * @description A 2 × 2 factorial over which ends are tuned: every sweep point is run in four cells,
+         *     `none` (the `tuning` shorthand alone, or nothing), `sender` (`tuning.sender` at each
+         *     leg's sender too), `receiver` (`tuning.receiver` at each leg's receiver too) and `both`,
+         *     each `repeat` times (at least 2), the cells' order rotated by one at each repetition
+         *     (none, sender, receiver, both; then sender, receiver, both, none; ...) so a drift of the
+         *     machine falls on every cell alike. Each run's `point.tuned` names its cell. The report's
+         *     `factorials` gives, per sweep point, the cell means of the job's headline figure, each
+         *     end's main effect and the interaction with their intervals, and a verdict when tuning one
+         *     end alone makes the figure worse than tuning neither. Needs `tuning.sender` and
+         *     `tuning.receiver`, each changing something; not with a search or a group of flows.
+         */
+        Factorial: {
+            /**
+             * @description What the factorial toggles; `ends` (each end's tuning block), the only one there is.
+             * @default ends
+             * @enum {string}
+             */
+            of: "ends";
+        };
         /**
          * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
          *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
@@ -1205,12 +1260,78 @@ export interface components {
             searches?: components["schemas"]["SearchResult"][];
             /** @description An MLRsearch job's result per sweep point (present only for `search.algorithm: mlrsearch`; its `points` are the offered rates tried). */
             mlrSearches?: components["schemas"]["MlrSearchResult"][];
+            /** @description A factorial job's analysis per sweep point (present only for jobs with `factorial`; their `points` are the cells, each with its `tuned`). */
+            factorials?: components["schemas"]["FactorialResult"][];
             failedRuns: {
                 index: number;
                 point: components["schemas"]["SweepPoint"];
                 repetition: number;
                 error: components["schemas"]["Error"];
             }[];
+        };
+        /**
+         * @description One sweep point's 2 × 2 factorial over which ends are tuned, on the job's headline figure
+         *     (`figure`: a stream job's total throughput, an rr job's transactions/s, a probe's
+         *     round-trip median on its worst path). With ȳ the cell means (none, sender, receiver,
+         *     both), each `n` runs, s² the pooled within-cell variance (each cell's squared deviations
+         *     from its mean, summed over the cells, over N − 4 degrees of freedom, N the runs in all),
+         *     every estimate is a linear contrast L = Σ c·ȳ with standard error s·√(Σ c²/n) and the
+         *     interval L ± t(1 − (1 − confidence)/2, N − 4)·SE:
+         *     `effects.sender` = (ȳ_sender + ȳ_both − ȳ_none − ȳ_receiver)/2, the mean of the sender
+         *     tuned less untuned over the receiver's two states; `effects.receiver` likewise;
+         *     `effects.interaction` = ((ȳ_both − ȳ_receiver) − (ȳ_sender − ȳ_none))/2, half the
+         *     difference of the sender's simple effects (what tuning the sender does with the
+         *     receiver tuned, less what it does without); `alone.sender` = ȳ_sender − ȳ_none and
+         *     `alone.receiver` = ȳ_receiver − ȳ_none, what tuning that end alone does. A cell's
+         *     interval is ȳ ± t·s/√n with the same pooled s and degrees of freedom, cut to the figure's
+         *     domain. Tuning one end alone harms the figure (`harmedBy`) when its `alone` interval lies
+         *     wholly on the worse side of 0 (below for a rate, above for a round trip).
+         */
+        FactorialResult: {
+            point: components["schemas"]["SweepPoint"];
+            /**
+             * @description The figure analysed: the job's headline.
+             * @enum {string}
+             */
+            figure: "bitsPerSecond" | "transactionsPerSecond" | "rttP50Seconds";
+            unit: string;
+            higherIsBetter: boolean;
+            /** @description N: the succeeded runs over the four cells. */
+            runs: number;
+            /** @description N − 4, the pooled variance's. */
+            degreesOfFreedom: number;
+            /** @description s, the square root of the pooled within-cell variance; null without degrees of freedom. */
+            pooledStandardDeviation: number | null;
+            cells: {
+                /** @enum {string} */
+                tuned: "none" | "sender" | "receiver" | "both";
+                n: number;
+                mean: number | null;
+                confidenceInterval: null | number[];
+                /** @enum {string|null} */
+                intervalMethod: "t" | "clipped-t" | null;
+            }[];
+            effects: {
+                sender: components["schemas"]["Contrast"];
+                receiver: components["schemas"]["Contrast"];
+                interaction: components["schemas"]["Contrast"];
+            };
+            alone: {
+                sender: components["schemas"]["Contrast"];
+                receiver: components["schemas"]["Contrast"];
+            };
+            /** @description The ends whose tuning alone made the figure significantly worse than tuning neither. */
+            harmedBy: ("sender" | "receiver")[];
+            /** @description One sentence: what tuning each end did, or why there is no analysis (a cell without runs, no degrees of freedom). */
+            verdict: string;
+        };
+        /** @description A linear contrast of a factorial's cell means (see FactorialResult), in the figure's unit. */
+        Contrast: {
+            estimate: number | null;
+            standardError: number | null;
+            confidenceInterval: null | number[];
+            /** @description Whether the interval excludes 0; null without one. */
+            significant: boolean | null;
         };
         /** @description One pair of a group: its headline figure (`Report.headline`) over its succeeded runs, and the verdict: `measured`, `unverified` (a run's counters did not show the test's bytes on the named interfaces, `pathVerified` false), `failed` (no run succeeded; `error` says why) or `pending`. Beside them, the pair's UDP loss and what limited it. */
         MatrixCell: {
@@ -1688,6 +1809,11 @@ export interface components {
             noDelay?: boolean;
             /** @enum {string} */
             direction?: "forward" | "reverse" | "bidir";
+            /**
+             * @description A factorial's cell (see Factorial): which ends' tuning blocks this run applied: none, the sender's, the receiver's, or both.
+             * @enum {string}
+             */
+            tuned?: "none" | "sender" | "receiver" | "both";
         };
         Run: {
             id: components["schemas"]["Id"];
@@ -2121,7 +2247,7 @@ export interface components {
                     model: string | null;
                 };
             };
-            /** @description The job's tuning as in force on this end during the run (read back after applying it); restored afterwards. */
+            /** @description This end's own tuning (the job's shorthand merged with its role's block, see Tuning) as in force on it during the run, read back after applying it; restored afterwards. Absent on an end that had none (a factorial cell that leaves it untuned). */
             tuning?: {
                 mtu?: number;
                 txqueuelen?: number;

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { ValidateFunction } from 'ajv';
 import { compileSchema, createAjv, fieldErrors } from './openapi.js';
-import { tuningErrors, type Tuning } from '../domain/tuning-rules.js';
+import { tuningErrors, type EndTuning } from '../domain/tuning-rules.js';
 
 const spec = (field: string) => ({ $ref: `#/components/schemas/JobSpec/properties/${field}` });
 
@@ -22,7 +22,8 @@ const TASK_SCHEMA = {
     deadline: { type: 'integer', minimum: 0 },
     role: { enum: ['sender', 'receiver'] },
     startAt: { type: 'integer', minimum: 0 },
-    tuning: spec('tuning'),
+    tuning: { $ref: '#/components/schemas/EndTuning' },
+    peerMtu: { type: 'integer', minimum: 68, maximum: 65535 },
     peer: {
       type: 'object',
       additionalProperties: false,
@@ -63,7 +64,7 @@ let validate: ValidateFunction | undefined;
 export function taskProblems(task: unknown): string | null {
   validate ??= compileSchema(createAjv(), TASK_SCHEMA);
   if (!validate(task)) return fieldErrors(validate.errors, 'task').map((e) => `${e.field} ${e.message}`).join('; ');
-  const tuning = (task as { tuning?: Tuning }).tuning;
+  const tuning = (task as { tuning?: EndTuning }).tuning;
   const tuningProblems = tuning ? tuningErrors(tuning, 'task.tuning') : [];
   if (tuningProblems.length > 0) return tuningProblems.map((e) => `${e.field} ${e.message}`).join('; ');
   const peer = (task as { peer?: { address: string } }).peer;

@@ -1,13 +1,14 @@
 /**
  * A campaign: how a job chooses its runs and what it makes of them. Each is one module of this
  * folder, listed once in CAMPAIGNS (index.ts): sweep × repeat, a group's pair rounds, a rate
- * search (binary), an MLRsearch. A campaign owns what the schema cannot say about its fields, its defaults, its run
- * count, its run chooser, its part of the report and what the job records at its end, so
- * adding one touches its module, one line of CAMPAIGNS, and the contract's fields.
+ * search (binary), an MLRsearch, a factorial over which ends are tuned. A campaign owns what
+ * the schema cannot say about its fields, its defaults, its run count, its run chooser, its
+ * part of the report and what the job records at its end, so adding one touches its module,
+ * one line of CAMPAIGNS, and the contract's fields.
  */
 import type { Agent, ErrorInfo, FieldError, Job, JobSpec, Run, SweepPoint } from '../contract.js';
 import type { components } from '../../generated/openapi.js';
-import type { Dimension, PlannedRun } from '../plan.js';
+import { sweepPoints, type Dimension, type PlannedRun } from '../plan.js';
 
 type Report = components['schemas']['Report'];
 
@@ -25,6 +26,9 @@ export interface CampaignStrategy {
   /** Once complete: why the job failed, or null when it succeeded. */
   outcome(finished: ReadonlyMap<number, Run>): ErrorInfo | null;
 }
+
+/** A kind of run a campaign makes: its point, and the pair of a group's run. */
+export type RunShape = Pick<PlannedRun, 'point' | 'pair'>;
 
 /** The most runs a job can make, and what makes them: its pairs (a group), or its points × repetitions or trials. */
 export interface RunCount {
@@ -47,12 +51,18 @@ export interface Campaign {
   maxRuns(spec: JobSpec): RunCount;
   /** Its run chooser for one job. */
   strategy(spec: JobSpec): CampaignStrategy;
+  /**
+   * Each kind of run it makes, once (a sweep point; a group's pair at it; a factorial's cell):
+   * what a rule about a run's ends is checked on before the job is accepted (no host tuned two
+   * ways at once).
+   */
+  runShapes(spec: JobSpec): RunShape[];
   /** The points the report gives statistics for: the sweep's, a search's trial rates, none for a group (its matrix). */
   reportedPoints(spec: JobSpec, finished: Run[]): SweepPoint[];
   /** Report dimensions it adds to the sweep's (a search's offered rate). */
   readonly addsDimensions: readonly Dimension[];
   /** Its own part of the report. */
-  reportSection(job: Job, finished: Run[], confidence: number): Pick<Report, 'searches' | 'mlrSearches' | 'matrix'>;
+  reportSection(job: Job, finished: Run[], confidence: number): Pick<Report, 'searches' | 'mlrSearches' | 'matrix' | 'factorials'>;
   /** Its lines in the text table, after the points' blocks; `replacesPoints` where they stand for those blocks (a search's trials). */
   tableLines(job: Job, report: Report): { replacesPoints: boolean; lines: string[] };
   /** What the job records at its end beside its status: a group's pairs. */
@@ -130,6 +140,8 @@ export const NOTHING_MORE = {
   longestRun: (spec: JobSpec) => spec.duration,
   addsDimensions: [] as readonly Dimension[],
   withDefaults: (spec: JobSpec) => ({ spec, errors: [] as FieldError[] }),
+  // Every run of the sweep's point carries the job's flows alike (a search's rates, a latency run's probes change no end).
+  runShapes: (spec: JobSpec): RunShape[] => sweepPoints(spec).map((point) => ({ point })),
   reportSection: () => ({}),
   tableLines: () => ({ replacesPoints: false, lines: [] as string[] }),
   jobEnd: () => ({}),

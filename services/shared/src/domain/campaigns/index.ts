@@ -5,6 +5,7 @@
  */
 import type { JobSpec } from '../contract.js';
 import type { Campaign, CampaignStrategy } from './campaign.js';
+import { factorial } from './factorial.js';
 import { mlrSearch } from './mlr-search.js';
 import { pairRounds } from './pair-rounds.js';
 import { rateSearch } from './rate-search.js';
@@ -13,7 +14,7 @@ import { sweepRepeat } from './sweep-repeat.js';
 export type { Campaign, CampaignStrategy, RunCount } from './campaign.js';
 
 /** In the order they are asked: the first whose `asks` is true runs the job; sweep × repeat asks for every spec. */
-export const CAMPAIGNS: readonly Campaign[] = [pairRounds, mlrSearch, rateSearch, sweepRepeat];
+export const CAMPAIGNS: readonly Campaign[] = [pairRounds, mlrSearch, rateSearch, factorial, sweepRepeat];
 
 export function campaignOf(spec: JobSpec): Campaign {
   return CAMPAIGNS.find((campaign) => campaign.asks(spec))!;

@@ -54,6 +54,8 @@ export const pairRounds: Campaign = {
   asks: (spec) => spec.group !== undefined,
   maxRuns: (spec) => ({ runs: sweepPoints(spec).length * repetitions(spec).max * spec.flows.length, by: 'pairs' }),
   strategy: (spec) => new PairRounds(spec),
+  // Each pair is a run of its own: one host may send in one pair and receive in another.
+  runShapes: (spec) => sweepPoints(spec).flatMap((point) => spec.flows.map((_, pair) => ({ point, pair }))),
   // Its pairs are runs of one point: its report is the matrix, not a point's statistics over pairs.
   reportedPoints: () => [],
   reportSection: (job, finished, confidence) => ({ matrix: buildMatrix(job, finished, confidence) }),

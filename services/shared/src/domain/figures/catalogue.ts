@@ -649,6 +649,39 @@ export const FIGURES: readonly Figure[] = [
     answers: { zero: 'No run (status not_made, saying why) when the PDR goal has no conditional throughput; null round trips when no probe came back.', directions: 'Per point; not with bidir (the probe has none); a reverse job probes the reverse path.', flows: 'A probe beside each flow, reported per flow.', stall: "A failed run is reported as failed with why, and not made again; a sender short of the rate shows in achievedPacketsPerSecond.", wire: "Small probe datagrams (64 B every 10 ms: 100 pps, beside the load), the load at the search's datagram size." },
     fields: ['Report.mlrSearches[].latency[].packetsPerSecond', 'Report.mlrSearches[].latency[].flows[].achievedPacketsPerSecond', 'Report.mlrSearches[].latency[].flows[].lossRatio', 'Report.mlrSearches[].latency[].flows[].probeLossRatio', 'Report.mlrSearches[].latency[].flows[].rttSeconds.*', 'Report.mlrSearches[].latency[].flows[].oneWayDelaySeconds.*.*'],
   },
+  // ---- Factorial over which ends are tuned ------------------------------------------------------------
+  {
+    name: 'factorialCell',
+    meaning: "A factorial cell's mean of the job's headline figure (a stream job's total throughput) over its runs, with the interval from the pooled within-cell standard deviation; and that standard deviation.",
+    unit: 'the headline figure', display: WHOLE(''), better: null, domain: POSITIVE,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: 'ȳ over the cell\'s succeeded runs; ȳ ± t(0.975, N − 4)·s/√n with s² = Σ cells Σ (y − ȳ)² / (N − 4), cut to the figure\'s domain.',
+    reference: { kind: 'bare-tool', against: "bare iperf3 on the same delayed path with the same sysctls set by hand, each cell within 5%", test: 'test/lab/factorial.test.ts', case: 'bare iperf3 with the same sysctls by hand agrees' },
+    answers: {
+      zero: 'A cell without a succeeded run has no mean (and the factorial no analysis); with N − 4 = 0 there is a mean and no interval.',
+      directions: 'As the headline: a bidir run sums both legs (a bidir job with different sender and receiver blocks is refused: one interface cannot hold both).',
+      flows: "As the headline: summed over the run's flows of the job's test; each leg's sender takes the sender's block.",
+      stall: 'A failed run is in no cell (and fails the job, as in any sweep).',
+      wire: 'As the headline figure: payload for throughput.',
+    },
+    fields: ['Report.factorials[].cells[].mean', 'Report.factorials[].cells[].confidenceInterval[]', 'Report.factorials[].pooledStandardDeviation'],
+  },
+  {
+    name: 'factorialEffect',
+    meaning: "A factorial's linear contrasts of its cell means: each end's main effect (tuned less untuned, averaged over the other end's two states), the interaction (half the difference of the simple effects), and each end tuned alone less none; each with its standard error and interval.",
+    unit: 'the headline figure', display: WHOLE(''), better: null, domain: SIGNED,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: 'L = Σ c·ȳ over the cells (none, sender, receiver, both): sender (−½, ½, −½, ½), receiver (−½, −½, ½, ½), interaction (½, −½, −½, ½), alone (−1, 1, 0, 0) and (−1, 0, 1, 0); SE = s·√(Σ c²/n); L ± t(0.975, N − 4)·SE. Tuning an end alone harms the figure when its alone interval is wholly on the worse side of 0.',
+    reference: { kind: 'closed-form', against: 'the effects, standard errors and intervals worked by hand for a designed 2 × 2 data set with unequal cells', test: 'test/shared/factorial.test.ts', case: 'the effects and intervals of a designed data set, by hand' },
+    answers: {
+      zero: 'Null without a run in every cell; no interval (and significant null) with N − 4 = 0; cells without spread give a zero-width interval, significant when the estimate is not 0.',
+      directions: "Of the headline, which sums a bidir run's legs.",
+      flows: 'Of the headline over all flows: a factor is every leg\'s sender (or receiver) at once.',
+      stall: 'Failed runs are in no cell: the cells may then be unequal, which the weights over n allow.',
+      wire: 'In the headline figure\'s unit; a difference, so either sign.',
+    },
+    fields: ['Report.factorials[].effects.*.estimate', 'Report.factorials[].effects.*.standardError', 'Report.factorials[].effects.*.confidenceInterval[]', 'Report.factorials[].alone.*.estimate', 'Report.factorials[].alone.*.standardError', 'Report.factorials[].alone.*.confidenceInterval[]'],
+  },
   // ---- Comparison (A/B) ----------------------------------------------------------------------------
   {
     name: 'changePercent',
@@ -834,6 +867,7 @@ export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] 
   { fields: changeFields(['series.goal.lossRatio', 'series.goal.exceedRatio']), why: "a search series' loss goal, as its spec set it" },
   { fields: changeFields(['series.flowIndex', 'before.runs', 'after.runs']), why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
+  { fields: ['Report.factorials[].runs', 'Report.factorials[].degreesOfFreedom', 'Report.factorials[].cells[].n'], why: "how many runs a factorial's cells and pooled variance have: counted from its runs" },
   { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow', 'Report.mlrSearches[].latency[].goal', 'Report.mlrSearches[].latency[].runIndex', 'Report.mlrSearches[].latency[].flows[].flow'], why: 'an index: which flow, run, goal or attempt' },
   { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Report.mlrSearches[].packetSize', 'Report.mlrSearches[].goals[].goal.*', 'Report.mlrSearches[].trials[].packetsPerSecond', 'Report.mlrSearches[].trials[].duration', 'Report.mlrSearches[].limit.packetsPerSecond', 'Report.mlrSearches[].limit.duration', 'Report.mlrSearches[].limit.attempts', 'Report.mlrSearches[].latency[].fraction', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.searches[].lossRatio', 'Comparison.searches[].exceedRatio', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
   { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.environment.rings.*', 'FlowResult.diagnostics.*.environment.channels.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, ring sizes and channel counts, effective socket buffers) or its tuning as applied" },

@@ -32,7 +32,9 @@ export type Unit =
   | 'count'
   | 'boolean'
   /** A point of a series of another figure, in that figure's unit (a change point's `unit` names it). */
-  | 'the series figure';
+  | 'the series figure'
+  /** In the unit of the job's headline figure (bits/s for a stream job): a factorial's cells and contrasts (its `unit` names it). */
+  | 'the headline figure';
 
 /** How tables and plots show a value: value / scale in `unit`, with `digits` decimals. */
 export interface Display {
