@@ -3,6 +3,7 @@ import type { EngineParams, Leg } from './task.js';
 import { kindOf, TEST_KINDS } from './test-kinds/index.js';
 import { flowSpec } from './flow-tests.js';
 import { CONFIDENCE } from './statistics.js';
+import { fileAt } from './file-io/spec.js';
 
 export interface PlannedRun {
   index: number;
@@ -27,8 +28,11 @@ export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration
   return { ...spec, flows, duration: plan.duration, ...(spec.interval !== undefined && spec.interval > plan.duration ? { interval: plan.duration } : {}) };
 }
 
-/** In sweep order, the outermost first: each MTU's runs together, as a person would make them. */
-export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize'] as const;
+/**
+ * In sweep order, the outermost first: each MTU's runs together, as a person would make them;
+ * `io` innermost, so each file point follows its memory point.
+ */
+export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize', 'io'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 /** How many runs a point gets: `min` always, up to `max` while the interval is too wide. */
@@ -102,6 +106,8 @@ export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): Engi
   if (spec.udp) {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
   }
+  const file = fileAt(spec, point);
+  if (file) params.file = file;
   const kind = kindOf(spec);
   // A latency flow's idle baseline is part of its own run: it starts with the run, the load after it.
   const idle = flowIndex !== undefined && kind.latency && job.idleBaseline ? { duration: params.duration + job.idleBaseline, idleSeconds: job.idleBaseline } : {};

@@ -8,6 +8,7 @@ import { endFigures } from '@niclab/shared/domain/figures';
 import { cpuSeconds, serveChild } from './child-main.js';
 import { tcpInfo, type TcpTimes } from './sockopt.js';
 import { buffersOf, openStreams, receive, type TcpChildInput, type TcpChildResult } from './tcp-ends.js';
+import { pumpFile } from './file-ends.js';
 
 export type { TcpChildInput, TcpChildResult } from './tcp-ends.js';
 
@@ -62,16 +63,21 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   const socketBuffers = buffersOf(input, sockets);
   const buffer = Buffer.alloc(bufferLength, 0x5a);
   let calls = 0;
+  let bytes: number | null = null;
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const endAt = t0 + duration * 1000;
-  const perStream = await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
+  const source = input.file?.source;
+  // A file source is one stream (the contract's rule): its bytes are what it read, to the file's end at most.
+  const perStream = source
+    ? await pumpFile(sockets[0]!, source, bufferLength, endAt).then((sent) => ((calls = sent.calls), (bytes = sent.bytes), [sent.info]))
+    : await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
   const realSeconds = (performance.now() - t0) / 1000;
   const retransmits = perStream.every((i) => i !== null) ? perStream.reduce((a, i) => a + i!.retransmits, 0) : null;
   const times = perStream.map((i) => i?.times ?? null);
   const tcpTimes = times.every((t) => t !== null) ? sumTimes(times as TcpTimes[]) : undefined;
   // Every write the socket accepted reached the kernel before 'close'; bytes are what we handed over.
-  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...(tcpTimes ? { tcpTimes } : {}), ...socketBuffers };
+  return { figures: endFigures(bytes ?? calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...(tcpTimes ? { tcpTimes } : {}), ...socketBuffers };
 }
 
 serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));
