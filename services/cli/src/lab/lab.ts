@@ -53,6 +53,8 @@ export interface LabOptions {
   logLevel?: string;
   /** Per-host file directories (NICLAB_FILE_DIR), by host name; hosts not named have none. */
   fileDirs?: Record<string, string>;
+  /** Or one directory for all: each host's is `<fileRoot>/<host>`, made when missing (`lab up --file-dir`). */
+  fileRoot?: string;
 }
 
 export class LabError extends Error {}
@@ -158,8 +160,11 @@ export async function labUp(options: LabOptions): Promise<LabState> {
     save();
   }
   for (const host of state.hosts) {
-    const fileDir = options.fileDirs?.[host.name];
-    if (fileDir) host.fileDir = fileDir;
+    const fileDir = options.fileDirs?.[host.name] ?? (options.fileRoot ? join(options.fileRoot, host.name) : undefined);
+    if (fileDir) {
+      if (options.fileRoot) mkdirSync(fileDir, { recursive: true });
+      host.fileDir = fileDir;
+    }
     host.agentPid = startAgent(host, options);
     save();
   }

@@ -2,6 +2,7 @@
  * The builtin TCP stream's process (nttcp): one end of one leg. Started by the agent with
  * fork(); gets its input as the first IPC message, answers `ready` (receiver) and one `result`.
  */
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { endFigures } from '@niclab/shared/domain/figures';
@@ -61,7 +62,8 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   const { bufferLength, duration } = input.params;
   const sockets = await openStreams(input);
   const socketBuffers = buffersOf(input, sockets);
-  const buffer = Buffer.alloc(bufferLength, 0x5a);
+  // Random bytes, as iperf3 sends: a file sink on a file system that compresses would take repeated ones faster.
+  const buffer = randomBytes(bufferLength);
   let calls = 0;
   let bytes: number | null = null;
   const cpu = process.cpuUsage();
