@@ -83,6 +83,15 @@ describe('file ends on loopback', () => {
     assert.equal(flags & 0o10000, 0o10000, `O_DSYNC in ${flags.toString(8)}`);
   });
 
+  // A sink that stopped taking data must end its end, not leave its socket paused until the deadline (here 15 s).
+  test("the builtin's sink on a full device (/dev/full: ENOSPC) fails its end file_io, saying so, not a rate of writes that never landed", async () => {
+    const [sender, receiver] = await enginePair(ENGINES.builtin!, params(1), { file: { source, sink: '/dev/full' }, signal: AbortSignal.timeout(15_000) });
+    assert.equal(receiver.figures, null);
+    assert.equal(receiver.error?.code, 'file_io', JSON.stringify(receiver.error));
+    assert.match(receiver.error!.message, /writing the sink: ENOSPC/);
+    assert.notEqual(sender.error?.code, undefined, 'the sender did not finish its file as if it had been taken');
+  });
+
   test("the cache drop leaves none of the file's pages in the page cache (fincore), a file just written included", async () => {
     const fresh = join(dir, 'fresh.bin');
     writeFileSync(fresh, randomBytes(1024 * 1024)); // its pages dirty: DONTNEED alone would keep them

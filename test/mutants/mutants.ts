@@ -1171,4 +1171,13 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/shared/file-stages.test.ts', FILE_E2E_TEST, DISK_LAB_TEST],
     pattern: 'stages|throttled',
   },
+  {
+    id: 'file-sink-full-waits',
+    what: "a builtin sink whose file system is full stops writing but keeps its socket paused: the run waits for its deadline, then reports no cause",
+    file: 'services/agent/src/engines/builtin/file-ends.ts',
+    from: "this.emit('error', this.failure);",
+    to: 'void this.failure;',
+    tests: ['test/engines/file-io.test.ts'],
+    pattern: 'full device',
+  },
 ];

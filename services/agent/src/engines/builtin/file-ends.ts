@@ -75,7 +75,8 @@ const SINK_BLOCKS_QUEUED = 4;
 /**
  * A receiver's file: what arrives is queued and written in blocks of `blockBytes` (the last one
  * shorter), one write at a time, with O_DSYNC when `dsync` (each write on the device before the
- * next). `push` says when the socket should pause; 'drain' when it may read again.
+ * next). `push` says when the socket should pause; 'drain' when it may read again; 'error' when
+ * a write failed (the file is closed, and nothing more is written).
  */
 export class FileSink extends EventEmitter {
   private readonly queued: Buffer[] = [];
@@ -146,6 +147,8 @@ export class FileSink extends EventEmitter {
       if (error) {
         this.failure = new EngineFailure('file_io', `writing the sink: ${error.message}`);
         this.close();
+        // The receiver stops at once: a sink that cannot take the data must not read more of it.
+        this.emit('error', this.failure);
         return;
       }
       this.written += n;

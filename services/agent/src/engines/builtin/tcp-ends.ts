@@ -62,7 +62,9 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
     let cpu: NodeJS.CpuUsage | undefined;
     let socketBuffers: TcpChildResult['socketBuffers'];
     const sampler = new IntervalSampler(interval, () => bytes, (sample) => send({ type: 'interval', interval: sample }));
+    const sockets = new Set<Socket>();
     const server = createServer({ noDelay }, (socket: Socket) => {
+      sockets.add(socket);
       accepted += 1;
       // Exactly `streams` connections belong to this flow; stop listening once they are here.
       if (accepted >= streams) server.close();
@@ -104,6 +106,13 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
       });
     });
     server.on('error', reject);
+    // A sink that failed (its file system full) ends the end: its connections reset, not left paused.
+    sink?.on('error', (error: Error) => {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+      sampler.finish(performance.now());
+      reject(error);
+    });
     server.listen({ host: input.address, port: 0 }, () => {
       // Before any SYN arrives: accepted connections inherit the sizes and offer a window scale to match.
       if (input.params.socketBuffer !== undefined) {
