@@ -77,7 +77,7 @@ after(async () => {
 describe('file I/O on loopback', () => {
   for (const engine of ['builtin', 'iperf3'] as const) {
     test(`${engine}: a file point beside its memory point: the source read to its end, the sink written and removed, each disk alone, the stages named`, async (ctx) => {
-      const id = await submit({ engine, duration: 2, flows: [{ from: lo('fsrc'), to: lo('fdst') }], file: { source: 'random.bin', sink: true, probeSeconds: 0.5 } });
+      const id = await submit({ engine, duration: 1, flows: [{ from: lo('fsrc'), to: lo('fdst') }], file: { source: 'random.bin', sink: true, probeSeconds: 0.5 } });
       const job = await finished(id);
       assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs?.map((r: any) => r.error)));
       assert.deepEqual(job.spec.sweep.io, ['memory', 'file'], 'a memory point beside the file point, by default');
@@ -87,13 +87,13 @@ describe('file I/O on loopback', () => {
       assert.equal(memory.flows[0].file, undefined, 'no file at the memory point');
       const f = file.flows[0];
       ctx.diagnostic(JSON.stringify({ memory: memory.flows[0].bitsPerSecond, file: f.bitsPerSecond, stages: f.file, bottleneck: f.bottleneck?.reason }));
-      // The file is 24 MiB: on loopback it ends long before the run's 2 s, as iperf3 -F does.
+      // The file is 24 MiB: on loopback it ends long before the run's 1 s, as iperf3 -F does.
       assert.equal(f.sender.bytes, SOURCE_BYTES, 'the sender sent the file, all of it');
       // iperf3's server stops reading when its client ends the test: what was still on the way
       // is not counted or written (its man page: the received file's length may not be correct).
       if (engine === 'builtin') assert.equal(f.receiver.bytes, SOURCE_BYTES);
       else assert.ok(f.receiver.bytes > 0 && f.receiver.bytes <= SOURCE_BYTES, `iperf3's server got ${f.receiver.bytes} B`);
-      assert.ok(f.sender.realSeconds < 2, `the run ended at the file's end (${f.sender.realSeconds} s)`);
+      assert.ok(f.sender.realSeconds < 1, `the run ended at the file's end (${f.sender.realSeconds} s)`);
       assert.deepEqual(f.file.source, { ...f.file.source, path: 'random.bin', sizeBytes: SOURCE_BYTES, endedAtEof: true, cacheDropped: false });
       assert.deepEqual(f.file.sink, { ...f.file.sink, writtenBytes: f.receiver.bytes, removed: true }, 'the sink holds what the receiver got');
       assert.equal(f.file.ioMode, 'buffered');
