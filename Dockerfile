@@ -27,9 +27,9 @@ LABEL org.opencontainers.image.title="niclab" \
       org.opencontainers.image.licenses="MIT" \
       org.opencontainers.image.source="https://github.com/niclab/niclab"
 # The tools an agent runs or reads: iperf3 (engine), iproute2 (ss, ip), ethtool (driver, firmware),
-# ping (a run's MTU proven before it measures).
+# ping (a run's MTU proven before it measures), chattr (an iperf3 sink made synchronous).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends iperf3 iproute2 ethtool util-linux iputils-ping ca-certificates \
+ && apt-get install -y --no-install-recommends iperf3 iproute2 ethtool util-linux iputils-ping e2fsprogs ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/niclab
 COPY --from=build /src/package.json /src/openapi.yaml ./

@@ -25,6 +25,7 @@ const START = [
   { command: 'ethtool', packages: ['ethtool'], why: "the agent reads each interface's driver, offloads and counters" },
   { command: 'setpriv', packages: ['util-linux'], why: 'engines die with their agent (--pdeathsig)' },
   { command: 'ping', packages: ['iputils-ping'], why: "the agent proves a path carries a run's MTU (ping -M do) before it measures at it" },
+  { command: 'chattr', packages: ['e2fsprogs'], why: "an iperf3 sink with ioMode dsync is made synchronous by its file's S attribute (chattr +S)" },
 ];
 const TEST = [
   ...START,
@@ -42,6 +43,9 @@ const TEST = [
   { command: 'systemd-analyze', packages: ['systemd'], why: "the agent's systemd unit is verified and rated" },
   { command: 'ansible-playbook', packages: ['ansible-core'], why: "the agents' playbook is checked and run against localhost" },
   { command: 'zsh', packages: ['zsh'], why: '`niclab completion zsh` is sourced into it' },
+  { command: 'mkfs.ext4', packages: ['e2fsprogs'], why: 'the disk lab test makes a file system on a loop device for each end' },
+  { command: 'losetup', packages: ['mount'], why: "the disk lab test's loop devices" },
+  { command: 'fincore', packages: ['util-linux-extra'], why: "the cache drop's test reads what of a file the page cache holds" },
   { command: 'python3', packages: ['python3'], why: 'the Python client is tested with it' },
   // Apache Otava's own change-point code (test/fixtures/otava) is the reference of the port.
   { check: ['python3', '-c', 'import numpy, scipy'], packages: ['python3-numpy', 'python3-scipy'], why: "Apache Otava's change-point code, the reference of niclab's port" },

@@ -18,6 +18,8 @@ const FIELDS: [string, (s: string) => Record<string, unknown>, string][] = [
   ['sysctl name', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { sysctl: { [s]: '1' } } }), 'body.tuning.sysctl'],
   ['sysctl value', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { sysctl: { 'net.core.rmem_max': s } } }), 'body.tuning.sysctl'],
   ['qdisc kind', (s) => ({ flows: [{ from: lo, to: lo }], tuning: { qdisc: { kind: s } } }), 'body.tuning.qdisc'],
+  // A plain name ('a' × 16) is a fine path: that one is refused because this agent has no file directory.
+  ['file source', (s) => ({ flows: [{ from: lo, to: lo }], file: { source: s } }), 'body.file.source'],
 ];
 
 describe('the injection corpus is refused at the API, naming the field', () => {

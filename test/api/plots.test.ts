@@ -31,7 +31,7 @@ function jobOf(id: string, spec: Partial<JobSpec>): Job {
 const summary = (mean: number, half: number, n = 3): Summary => ({ n, mean, standardDeviation: half / 2, min: mean - half, max: mean + half, confidenceInterval: [mean - half, mean + half], intervalMethod: 't', coefficientOfVariation: half / 2 / mean });
 
 function leg(flowIndex: number, from: typeof A, bitsPerSecond: Summary | null): Leg {
-  return { flowIndex, direction: 'forward', test: 'stream', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, idleRttP50Seconds: null, idleRttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null, senderServiceDemand: null, receiverServiceDemand: null };
+  return { flowIndex, direction: 'forward', test: 'stream', from, to: B, bitsPerSecond, retransmits: null, udpLossRatio: null, jitterSeconds: null, transactionsPerSecond: null, rttP50Seconds: null, rttP99Seconds: null, idleRttP50Seconds: null, idleRttP99Seconds: null, senderCpuSeconds: null, receiverCpuSeconds: null, senderServiceDemand: null, receiverServiceDemand: null, sourceDiskBitsPerSecond: null, sinkDiskBitsPerSecond: null };
 }
 
 function point(p: ReportPoint['point'], flows: Leg[], succeeded = 3): ReportPoint {

@@ -34,6 +34,7 @@ const INVENTORY: RegExp[] = [
   /^was used with a different body/,
   /^is required: \S+ reports no link speed$/,
   /^the group has no pair now/,
+  /^agent "[^"]*" has no file directory \(NICLAB_FILE_DIR\) to (read the source from|write the sink in)/,
 ];
 
 /**

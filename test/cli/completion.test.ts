@@ -49,7 +49,7 @@ async function complete(shell: 'bash' | 'zsh', words: string[]): Promise<string[
 for (const shell of ['bash', 'zsh'] as const) {
   test(`${shell}: commands, a command's flags and actions, nothing for what is not one`, { skip: skipUnlessProvided(shell === 'zsh' && !existsSync('/usr/bin/zsh') && 'needs zsh (Debian: zsh)') }, async () => {
     assert.deepEqual(await complete(shell, ['niclab', 're']), ['report', 'results']);
-    assert.deepEqual(await complete(shell, ['niclab', 'run', '--fr']), ['--from']);
+    assert.deepEqual(await complete(shell, ['niclab', 'run', '--fr']), ['--from', '--from-file']);
     assert.deepEqual(await complete(shell, ['niclab', 'results', '--j']), ['--json', '--jsonl']);
     assert.deepEqual(await complete(shell, ['niclab', 'schedules', 'p']), ['pause']);
     assert.deepEqual(await complete(shell, ['niclab', 'search', '--latency']), ['--latency-at']);

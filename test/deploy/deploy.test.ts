@@ -42,6 +42,8 @@ describe('deploy/compose.yaml', () => {
     assert.notEqual(agent.privileged, true);
     assert.equal(agent.image, api.image, 'one image for both roles');
     assert.match(agent.environment.REDIS_URL, /@127\.0\.0\.1:6379$/);
+    // Its file directory (jobs with `file`) is a mount of its own, not the image's file system.
+    assert.ok(agent.volumes.some((v: string) => v.endsWith(`:${agent.environment.NICLAB_FILE_DIR}`)), 'NICLAB_FILE_DIR is mounted');
   });
 
   test('prometheus, alertmanager and grafana get the files of deploy/prometheus, deploy/alertmanager and deploy/grafana', () => {
@@ -90,6 +92,9 @@ describe('deploy/k8s: valid against the Kubernetes schemas', () => {
     assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] });
     assert.equal(c.securityContext.privileged, false);
     assert.equal(c.env.find((e: { name: string }) => e.name === 'NICLAB_AGENT_ID').valueFrom.fieldRef.fieldPath, 'spec.nodeName');
+    const files = c.env.find((e: { name: string }) => e.name === 'NICLAB_FILE_DIR').value;
+    const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === files);
+    assert.equal(pod.volumes.find((v: { name: string }) => v.name === mount.name).hostPath.path, files, "the node's own directory");
   });
 
   test('API Deployment and Service, scraped by Prometheus; Redis persistent with AOF', () => {

@@ -16,6 +16,8 @@ export async function enginePair(
     runId?: string; signal?: AbortSignal; pids?: number[]; beforeSend?: (port: number) => Promise<void>; startInMs?: number;
     /** Wraps each end's start (engine.run, which forks its child at once): e.g. test/helpers/no-koffi.ts's withoutKoffi. */
     spawnWith?: (start: () => Promise<EngineOutcome>) => Promise<EngineOutcome>;
+    /** A file point's ends, as the agent hands them over: the sender reads `source`, the receiver writes `sink`. */
+    file?: { source?: string; sink?: string; dsync?: boolean };
   } = {},
 ): Promise<[EngineOutcome, EngineOutcome]> {
   const spawnWith = options.spawnWith ?? ((start) => start());
@@ -26,11 +28,12 @@ export async function enginePair(
   let ready!: (port: number) => void;
   const port = new Promise<number>((resolve) => (ready = resolve));
   const receiverTask: ReceiverTask = { ...ids, role: 'receiver', engine: engine.name, params, interface: 'lo', deadline };
-  const receiver = spawnWith(() => engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned }));
+  const file = (part: 'source' | 'sink') => (options.file?.[part] ? { file: { [part]: options.file[part], dsync: options.file.dsync ?? false } } : {});
+  const receiver = spawnWith(() => engine.run(receiverTask, { signal, address: '127.0.0.1', ready, spawned, ...file('sink') }));
   const peerPort = await port;
   await options.beforeSend?.(peerPort);
   const senderTask: SenderTask = { ...ids, role: 'sender', engine: engine.name, params, interface: 'lo', deadline, peer: { address: '127.0.0.1', port: peerPort }, startAt: Date.now() + (options.startInMs ?? 100) };
-  const sender = spawnWith(() => engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned }));
+  const sender = spawnWith(() => engine.run(senderTask, { signal, address: '127.0.0.1', ready: () => undefined, spawned, ...file('source') }));
   return Promise.all([sender, receiver]);
 }
 

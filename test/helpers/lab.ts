@@ -22,7 +22,7 @@ export interface TestLab {
 }
 
 /** A lab of its own (unique name and key prefix), a real API process, and agents online. */
-export async function startTestLab(hosts: number, rate: string, labels?: string): Promise<TestLab> {
+export async function startTestLab(hosts: number, rate: string, labels?: string, fileDirs?: Record<string, string>): Promise<TestLab> {
   const redis = await startTestRedis();
   const dataDir = mkdtempSync(join(tmpdir(), 'niclab-lab-'));
   const name = `t${randomBytes(4).toString('hex')}`;
@@ -38,7 +38,7 @@ export async function startTestLab(hosts: number, rate: string, labels?: string)
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    lab = await labUp({ name, hosts, rate, redisUrl: redis.url, prefix, dataDir, heartbeatSeconds: 1, logLevel: 'warn', ...(labels ? { labels } : {}) });
+    lab = await labUp({ name, hosts, rate, redisUrl: redis.url, prefix, dataDir, heartbeatSeconds: 1, logLevel: 'warn', ...(labels ? { labels } : {}), ...(fileDirs ? { fileDirs } : {}) });
     api = spawnNiclab(['api'], env);
     const client = new ApiClient(`http://127.0.0.1:${port}`);
     await waitForApi(client.base);

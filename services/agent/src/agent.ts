@@ -15,6 +15,7 @@ import { probeEngines } from './engines/registry.js';
 import { primeDriverInfo, readInterfaces } from './interfaces.js';
 import { processTask } from './processor.js';
 import { Tuner } from './tuning.js';
+import { FileArea } from './files/file-area.js';
 
 /** How often a running end checks that its run still holds the lease on its interface. */
 const LEASE_CHECK_MS = 1000;
@@ -39,6 +40,8 @@ export class AgentService {
   private readonly running = new Map<string, Running>();
   private readonly startedAt = new Date().toISOString();
   private readonly tuner: Tuner;
+  /** The file directory (NICLAB_FILE_DIR), once checked at start; absent without one. */
+  private files: FileArea | undefined;
 
   constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger) {
     this.keys = new Keys(config.prefix);
@@ -57,8 +60,13 @@ export class AgentService {
     // The task check compiles its schema on first use, about 1 s (more on a loaded host): done
     // now, not inside the first task's setup allowance, where it made the first run late.
     taskProblems({});
-    // Settings a previous life of this agent left applied (it died mid-run) go back first.
+    // Settings a previous life of this agent left applied (it died mid-run) go back first, and
+    // the temporary files it left in its file directory go.
     await this.tuner.recover();
+    if (this.config.fileDir) {
+      this.files = await FileArea.open(this.config.fileDir, this.id, this.log);
+      await this.files.recover();
+    }
     await this.heartbeat();
     // ethtool's answers for the environment of every end: asked now (not awaited: the agent is
     // online meanwhile), not in the first task's setup.
@@ -111,6 +119,7 @@ export class AgentService {
       kernel: release(),
       heartbeatSeconds: this.config.heartbeatSeconds,
       engines,
+      fileDirectory: this.files !== undefined,
       interfaces,
     };
     // A heartbeat still reading interfaces when stop() deregistered must not register again.
@@ -127,7 +136,7 @@ export class AgentService {
     const watch = this.watchLease(task, controller);
     this.running.set(key, { task, controller });
     try {
-      await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log, tuner: this.tuner });
+      await processTask(task, controller.signal, { agentId: this.id, redis: this.redis, keys: this.keys, log: this.log, tuner: this.tuner, ...(this.files ? { files: this.files } : {}) });
     } finally {
       clearTimeout(deadline);
       clearInterval(watch);

@@ -5,9 +5,9 @@ import type { Keys } from '@niclab/shared/stores/keys';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { publishJobEvent } from '@niclab/shared/stores/events';
 import { RunChannel } from '@niclab/shared/stores/run-channel';
-import type { EndReport, Task } from '@niclab/shared/domain/task';
+import type { EndFile, EndReport, Task } from '@niclab/shared/domain/task';
 import { taskProblems } from '@niclab/shared/runtime/task-check';
-import type { Engine } from './engines/engine.js';
+import type { Engine, EngineFile, EngineOutcome } from './engines/engine.js';
 import { engineFor } from './engines/registry.js';
 import type { Tuner } from './tuning.js';
 import { bindAddress, isUsable } from '@niclab/shared/domain/interfaces';
@@ -15,6 +15,8 @@ import { counterDelta, readCounters, readEnvironment, readInterface } from './in
 import { HostWatch } from './host-counters.js';
 import { pathMtuMessage, provePathMtu } from './path-mtu.js';
 import { abortError } from './engines/child.js';
+import type { FileArea } from './files/file-area.js';
+import { FileLeg, fileError } from './files/file-leg.js';
 
 /** The kernel's boot id, read once: equal on every end that shares this kernel's clock. */
 let bootId: Promise<string | undefined> | undefined;
@@ -30,6 +32,8 @@ export interface ProcessorDeps {
   log: Logger;
   /** Applies and restores a job's tuning; absent, a task with tuning is refused. */
   tuner?: Tuner;
+  /** The agent's file directory (NICLAB_FILE_DIR); absent, a task with a file is refused. */
+  files?: FileArea;
 }
 
 /**
@@ -109,8 +113,8 @@ interface Measurement {
 }
 
 /** The measurement itself: the interface checked, its counters read around the engine. */
-async function measure({ task, engine, signal, deps, channel, diagnostics, report, log, reading }: Measurement): Promise<EndReport> {
-  const { redis, keys } = deps;
+async function measure(measurement: Measurement): Promise<EndReport> {
+  const { task, signal, deps, channel, diagnostics, report, log, reading } = measurement;
   const iface = await reading;
   if (!iface) return report({ code: 'interface_missing', message: `agent ${deps.agentId} has no interface ${task.interface}` });
   if (!isUsable(iface)) return report({ code: 'interface_down', message: `interface ${task.interface} on agent ${deps.agentId} is ${iface.operstate}` });
@@ -120,18 +124,43 @@ async function measure({ task, engine, signal, deps, channel, diagnostics, repor
   const [environment, before] = await Promise.all([readEnvironment(iface), readCounters(task.interface)]);
   diagnostics.environment = environment;
 
+  // A file point's end: its file found or made before the engine, its disk measured alone after
+  // it, and its temporary files removed however it ends (an agent killed meanwhile: at its start).
+  const leg = await FileLeg.prepare(task, deps.files, deps.agentId, signal).catch((error: unknown) => (signal.aborted ? abortError(signal) : fileError(error)));
+  if (leg && !(leg instanceof FileLeg)) return report(leg);
+  if (leg) diagnostics.file = leg.diagnostics;
+  let file: EndFile | null = null;
+  let outcome: EngineOutcome;
+  let nic: NicDelta | null;
+  let error: ErrorInfo | null;
+  try {
+    ({ outcome, nic } = await runEngine(measurement, before, leg?.engineFile));
+    error = outcome.error;
+    if (leg && !error) file = await leg.finish(outcome).catch((failure: unknown) => ((error = signal.aborted ? abortError(signal) : fileError(failure)), null));
+  } finally {
+    const removed = await leg?.cleanup();
+    if (file?.role === 'sink') file.sink.removed = removed ?? true;
+  }
+  const rawKept = await keepRaw(outcome, channel, task, log);
+  return report(error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, measured: outcome.measured ?? null, rawKept, ...(leg ? { file } : {}) });
+}
+
+/** The engine run between the interface's counters, its diagnostics recorded. */
+async function runEngine({ task, engine, signal, deps, channel, diagnostics, log }: Measurement, before: Awaited<ReturnType<typeof readCounters>>, file: EngineFile | undefined): Promise<{ outcome: EngineOutcome; nic: NicDelta | null }> {
+  const { redis, keys } = deps;
   log.info({ engine: task.engine }, 'task started');
   diagnostics.engineStartedAt = new Date().toISOString();
   const watch = HostWatch.start(task.interface, task.runId, task.leg, signal);
   const outcome = await engine.run(task, {
     signal,
-    address,
+    address: diagnostics.address,
+    ...(file ? { file } : {}),
     spawned: (pid) => watch.engineStarted(pid),
     interval: (sample) => {
       void publishJobEvent(redis, keys, task.jobId, { type: 'interval', runId: task.runId, leg: task.leg, role: 'receiver', agent: deps.agentId, interface: task.interface, interval: sample }).catch(() => undefined);
     },
     ready: (port) => {
-      void channel.postReady({ leg: task.leg, address, port });
+      void channel.postReady({ leg: task.leg, address: diagnostics.address, port });
     },
   }).catch((error: unknown) => {
     watch.cancel();
@@ -146,15 +175,17 @@ async function measure({ task, engine, signal, deps, channel, diagnostics, repor
   if (outcome.engineVersion) diagnostics.engineVersion = outcome.engineVersion;
   if (outcome.socketBuffers) diagnostics.socketBuffers = outcome.socketBuffers;
   if (outcome.tcpTimes) diagnostics.tcpTimes = outcome.tcpTimes;
-  let rawKept = false;
-  if (outcome.raw !== undefined) {
-    const bytes = Buffer.byteLength(outcome.raw);
-    if (bytes <= RAW_OUTPUT_MAX_BYTES) {
-      await channel.saveRaw(task.leg, task.role, outcome.raw);
-      rawKept = true;
-    } else {
-      log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');
-    }
+  return { outcome, nic };
+}
+
+/** The engine's raw output kept beside the run, when it has one small enough. */
+async function keepRaw(outcome: EngineOutcome, channel: RunChannel, task: Task, log: Logger): Promise<boolean> {
+  if (outcome.raw === undefined) return false;
+  const bytes = Buffer.byteLength(outcome.raw);
+  if (bytes > RAW_OUTPUT_MAX_BYTES) {
+    log.warn({ bytes, limit: RAW_OUTPUT_MAX_BYTES }, 'raw engine output too large to keep');
+    return false;
   }
-  return report(outcome.error, { figures: outcome.figures, intervals: outcome.intervals, nic, retransmits: outcome.retransmits ?? null, udp: outcome.udp ?? null, measured: outcome.measured ?? null, rawKept });
+  await channel.saveRaw(task.leg, task.role, outcome.raw);
+  return true;
 }

@@ -16,6 +16,8 @@ import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { jobTuningErrors } from '@niclab/shared/domain/tuning-rules';
 import { tuningConflicts } from '@niclab/shared/domain/end-tuning';
+import { withFileDefaults } from '@niclab/shared/domain/file-io/spec';
+import { fileInventoryErrors } from '@niclab/shared/domain/file-io/inventory';
 import { checkLimits } from './access.js';
 import type { Principal } from './policy.js';
 
@@ -75,14 +77,14 @@ export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
   filled.interval = intervalOf(filled);
   if (typeof filled.repeat === 'object') filled.repeat = { confidence: CONFIDENCE, halfWidthPercent: 2.5, ...filled.repeat };
-  return withFlowTestDefaults(kindOf(filled).withDefaults(filled));
+  return withFileDefaults(withFlowTestDefaults(kindOf(filled).withDefaults(filled)));
 }
 
 /** Every reason the spec cannot be accepted: its own consistency, the live inventory, the engine. */
 export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError[] {
   const errors = consistency(spec);
   const agents = new Map(registered.map((agent) => [agent.id, agent]));
-  errors.push(...inventory(spec, agents));
+  errors.push(...inventory(spec, agents), ...fileInventoryErrors(spec, agents));
   // Each flow runs its own test with its own engine on its own agents.
   const reasons = new Map<string, string>();
   spec.flows.forEach((flow, i) => {

@@ -80,6 +80,7 @@ async function main(argv: string[]): Promise<void> {
       name: { type: 'string' },
       'agent-prefix': { type: 'string' },
       labels: { type: 'string' },
+      'file-dir': { type: 'string' },
       'no-coordinator': { type: 'boolean' },
       scope: { type: 'string' },
       json: { type: 'boolean' },

@@ -12,8 +12,9 @@ Usage:
   niclab agent [--id ID]       an agent for this host (default id: NICLAB_AGENT_ID or the hostname)
   niclab coordinator           a coordinator alone (turns jobs into runs)
   niclab lab up [--hosts 4] [--rate 100mbit|A=100mbit,B=1gbit|none] [--name nl]
-                [--labels "A,B,C:rack=a;D,E,F:rack=b"]
-                               (root) a virtual lab: one network namespace and agent per host
+                [--labels "A,B,C:rack=a;D,E,F:rack=b"] [--file-dir DIR]
+                               (root) a virtual lab: one network namespace and agent per host;
+                               --file-dir: each agent's NICLAB_FILE_DIR is DIR/<host> (made)
   niclab lab add [--labels rack=a] [--rate 100mbit|none] [--name nl]
                                (root) one more host on a lab that is up, its agent with those labels
   niclab lab status [--name nl] [--json]

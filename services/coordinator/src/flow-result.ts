@@ -1,4 +1,4 @@
-import type { EngineName, ErrorInfo, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
+import type { EngineName, ErrorInfo, FileStages, FlowResult, FlowSpec, UdpFigures } from '@niclab/shared/domain/contract';
 import type { EndReport, Leg } from '@niclab/shared/domain/task';
 import { attributeLoss, ENGINE_EXTRA_PACKETS, judgeBottleneck, type DatagramShape } from '@niclab/shared/domain/attribution';
 import { pickError } from './run-outcome.js';
@@ -46,6 +46,8 @@ export function flowResult(kind: TestKind, flow: FlowSpec, leg: Leg, sender: End
   };
   if (sender) result.diagnostics.sender = sender.diagnostics;
   if (receiver) result.diagnostics.receiver = receiver.diagnostics;
+  const file = fileStages(sender, receiver);
+  if (file) result.file = file;
   if (error) return result;
   // The sender's interface fragments a datagram to its MTU: the network place counts datagrams from its frames.
   const shape: DatagramShape | undefined = wire && sender
@@ -63,10 +65,19 @@ export function flowResult(kind: TestKind, flow: FlowSpec, leg: Leg, sender: End
     retransmits: result.retransmits,
     intervals: result.intervals,
     ...(shape ? { shape } : {}),
+    ...(file ? { file } : {}),
     sender: { figures: sent, diagnostics: sender?.diagnostics },
     receiver: { figures: received, diagnostics: receiver?.diagnostics },
   });
   return result;
+}
+
+/** A file leg's ends as one: the sender's source and the receiver's sink, each with its disk alone; undefined when neither end had a file. */
+function fileStages(sender: EndReport | undefined, receiver: EndReport | undefined): FileStages | undefined {
+  const source = sender?.file?.role === 'source' ? sender.file : undefined;
+  const sink = receiver?.file?.role === 'sink' ? receiver.file : undefined;
+  if (!source && !sink) return undefined;
+  return { ioMode: (sink ?? source)!.ioMode, source: source?.source ?? null, sink: sink?.sink ?? null };
 }
 
 /** A UDP leg's counts: what the sender sent, what the receiver got, lost and saw out of order. */

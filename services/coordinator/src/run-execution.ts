@@ -10,6 +10,7 @@ import type { Logger } from '@niclab/shared/runtime/logger';
 import { legsOf, paramsAt, runSpec, type PlannedRun } from '@niclab/shared/domain/plan';
 import { endTuningAt } from '@niclab/shared/domain/end-tuning';
 import { flowSpec, runSeconds, startDelaySeconds } from '@niclab/shared/domain/flow-tests';
+import { fileSeconds } from '@niclab/shared/domain/file-io/spec';
 import { RunChannel, type RunSink } from '@niclab/shared/stores/run-channel';
 import type { EndReport, ReadyReply, ReceiverTask, SenderTask, Task } from '@niclab/shared/domain/task';
 import { flowResult } from './flow-result.js';
@@ -21,6 +22,8 @@ import { JOB_LOST, runOutcome } from './run-outcome.js';
 
 /** The common start instant is this far after the last receiver is ready, so every sender is connected by then. */
 const START_DELAY_MS = 300;
+/** A sender that failed with one of these never sent: its run ends at once. */
+const SENDER_NEVER_SENT = new Set(['path_mtu', 'file_refused']);
 /** Reports of ends killed at the deadline need a moment to arrive. */
 const REPORT_GRACE_MS = 2000;
 
@@ -63,9 +66,10 @@ export class RunExecution {
     ready: (reply) => void this.ready.set(reply.leg, reply),
     report: (report) => {
       (report.role === 'sender' ? this.senders : this.receivers).set(report.leg, report);
-      // A sender that found the path does not carry the run's MTU never sends: its receiver
-      // would wait out the run for nothing, so the run ends now (the receiver reports canceled).
-      if (report.role === 'sender' && report.error?.code === 'path_mtu' && !this.abandoned) {
+      // A sender that found the path does not carry the run's MTU, or could not use its source
+      // file, never sends: its receiver would wait out the run for nothing, so the run ends now
+      // (the receiver reports canceled).
+      if (report.role === 'sender' && SENDER_NEVER_SENT.has(report.error?.code ?? '') && !this.abandoned) {
         this.abandoned = true;
         void this.abandon().catch((error: Error) => this.log.warn({ err: error }, 'ending the run after its path MTU failed'));
       }
@@ -153,7 +157,8 @@ export class RunExecution {
   /** Receivers, then senders; gathers every report. Returns what failed around the flows, if anything. */
   private async measure(blocking: Redis, signal: AbortSignal, t0: number): Promise<ErrorInfo | null> {
     const { job, run, legs, spec } = this;
-    const deadline = t0 + (runSeconds(spec) + this.deps.setupSeconds) * 1000;
+    // A file point's ends measure their disks after the transfer: their time is the run's too.
+    const deadline = t0 + (runSeconds(spec) + fileSeconds(spec, run.point) + this.deps.setupSeconds) * 1000;
     this.log.info({ flows: spec.flows.length, legs: legs.length, links: legs.map((l) => `${l.sender.agent}:${l.sender.interface}->${l.receiver.agent}:${l.receiver.interface}`), point: run.point, repetition: run.repetition }, 'run started');
     // Each flow runs its own test with its own engine (stream flows beside an rr flow, latency under load).
     const base = legs.map((leg) => ({ jobId: job.id, runId: run.id, engine: flowSpec(spec, leg.flowIndex).engine, params: paramsAt(spec, run.point, leg.flowIndex), deadline }));

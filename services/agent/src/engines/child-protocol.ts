@@ -15,7 +15,7 @@ export type ChildMessage<R> =
   | { type: 'error'; error: { code: ChildErrorCode; message: string } };
 
 /** The run errors an engine process ends with. */
-export type ChildErrorCode = Extract<RunErrorCode, 'connect_failed' | 'no_data' | 'engine_failed'>;
+export type ChildErrorCode = Extract<RunErrorCode, 'connect_failed' | 'no_data' | 'engine_failed' | 'file_io'>;
 
 /** A failure an engine process names itself (no data under the load, say): its code reaches the run as is. */
 export class EngineFailure extends Error {

@@ -16,6 +16,18 @@ export interface EngineContext {
   spawned?(pid: number): void;
   /** A receiver's interval sample as it is taken (engines that can report live). */
   interval?(sample: Interval): void;
+  /** A file point's end: the file it reads (a sender) or writes (a receiver), as the agent checked and made it. */
+  file?: EngineFile;
+}
+
+/** What an engine is given of a file point (JobSpec.file): real paths inside the agent's file directory. */
+export interface EngineFile {
+  /** The sender reads its data from this file, from its start, and stops at its end. */
+  source?: string;
+  /** The receiver writes what it receives to this file (made empty by the agent). */
+  sink?: string;
+  /** The sink's every write on the device before the next (ioMode dsync). */
+  dsync: boolean;
 }
 
 /** One end's outcome. A failed measurement is an outcome with an error, not an exception. */

@@ -62,6 +62,10 @@ const RUN_OPTIONS = {
   'tune-sender': { type: 'string', multiple: true },
   'tune-receiver': { type: 'string', multiple: true },
   factorial: { type: 'boolean' },
+  'from-file': { type: 'string' },
+  'to-file': { type: 'boolean' },
+  dsync: { type: 'boolean' },
+  'drop-cache': { type: 'boolean' },
 } as const;
 
 const COMMON = {
@@ -101,12 +105,18 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
              [-w 128k] [-P 4] [--nodelay] [--udp --rate 70kpps|100mbit --size 1500]
              [--rr --request 1 --response 1] [--probe] [--with-rr] [--with-probe] [--idle 3]
              [--probe-interval 10ms --probe-size 64] [--reverse|--bidir] [--repeat 10]
-             [--sweep w=8k,16k,32k] [--label key=value] [--wait [-q]] [--json]
+             [--sweep w=8k,16k,32k] [--label key=value] [--from-file PATH] [--to-file]
+             [--dsync] [--drop-cache] [--wait [-q]] [--json]
              [--tune K=V,...] [--tune-sender K=V,...] [--tune-receiver K=V,...] [--factorial]
       several --from and one --to: fan-in; one --from, several --to: fan-out; as many of
       each: pairs. Sweep names: l, w, P, nodelay (on,off), size, rate, request, response,
       dir (forward,reverse,bidir), mtu (each end's interface, admin: the path is proven
-      first); --both-directions is --sweep dir=forward,reverse.
+      first), io (memory,file); --both-directions is --sweep dir=forward,reverse.
+      --from-file PATH: each sender reads PATH (relative to its agent's NICLAB_FILE_DIR)
+      instead of memory, as iperf3 -F; --to-file: each receiver writes a temporary file there
+      (removed after); --dsync: the sink's writes synchronous; --drop-cache: the source's
+      page cache dropped first. Beside each file point a memory point runs (--sweep io=file
+      for none), each end measures its disk alone, and the table names the slowest stage.
       --with-rr: latency under load, an rr flow (builtin, 1 connection, TCP_NODELAY) beside
       each path, alone for --idle seconds (default 3; 0: none) before the load starts; the
       table shows idle and loaded round trips side by side. --with-probe: the same with the
@@ -234,10 +244,10 @@ export async function clientCommand(command: string, argv: string[], ctx: Client
         const { items } = await api.json<{ items: Agent[] }>('GET', '/v1/agents');
         if (values.json) return print(items), 0;
         const rows = items.flatMap((a) => [
-          [a.id, a.online ? 'online' : 'offline', a.lastSeen.replace(/\.\d+Z$/, 'Z'), '', '', '', ''],
-          ...a.interfaces.map((i) => ['', '', '', i.name, i.operstate, i.speedBitsPerSecond ? `${i.speedBitsPerSecond / 1e9} Gbit/s` : '-', `${i.mtu ?? '-'}  ${i.addresses.map((x) => x.address).join(' ')}`]),
+          [a.id, a.online ? 'online' : 'offline', a.lastSeen.replace(/\.\d+Z$/, 'Z'), '', '', '', '', a.fileDirectory ? 'yes' : '-'],
+          ...a.interfaces.map((i) => ['', '', '', i.name, i.operstate, i.speedBitsPerSecond ? `${i.speedBitsPerSecond / 1e9} Gbit/s` : '-', `${i.mtu ?? '-'}  ${i.addresses.map((x) => x.address).join(' ')}`, '']),
         ]);
-        out(alignTable([['agent', 'state', 'last seen', 'interface', 'oper', 'speed', 'mtu  addresses'], ...rows]));
+        out(alignTable([['agent', 'state', 'last seen', 'interface', 'oper', 'speed', 'mtu  addresses', 'file dir'], ...rows]));
         return 0;
       }
       case 'report': {

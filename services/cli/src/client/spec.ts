@@ -77,7 +77,13 @@ const SWEEP_NAMES: Record<string, { field: keyof NonNullable<JobSpec['sweep']>; 
   response: { field: 'responseSize', parse: (v) => parseSize(v, '--sweep response') },
   dir: { field: 'direction', parse: (v) => direction(v) },
   mtu: { field: 'mtu', parse: (v) => integer(v, '--sweep mtu') },
+  io: { field: 'io', parse: (v) => io(v) },
 };
+
+function io(text: string): 'memory' | 'file' {
+  if (text !== 'memory' && text !== 'file') throw new ArgumentError(`--sweep io: "${text}" is not memory or file`);
+  return text;
+}
 
 function direction(text: string): 'forward' | 'reverse' | 'bidir' {
   if (text !== 'forward' && text !== 'reverse' && text !== 'bidir') throw new ArgumentError(`--sweep dir: "${text}" is not forward, reverse or bidir`);
@@ -203,6 +209,14 @@ export interface RunOptions {
   'tune-receiver'?: string[];
   /** A factorial over which ends are tuned: none, sender, receiver, both, each --repeat times. */
   factorial?: boolean;
+  /** File I/O (iperf3 -F): each sender reads this file from its agent's file directory. */
+  'from-file'?: string;
+  /** File I/O: each receiver writes what it gets to a temporary file in its agent's file directory. */
+  'to-file'?: boolean;
+  /** The sink writes synchronously (ioMode dsync). */
+  dsync?: boolean;
+  /** The source's page cache is dropped before it is read. */
+  'drop-cache'?: boolean;
 }
 
 /** The group --mesh, --disjoint or --star asks for (at most one of them, never beside --from/--to), or null. */
@@ -273,6 +287,8 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
   const tuning = tuningOf(o);
   if (tuning) spec.tuning = tuning;
   if (o.factorial) spec.factorial = { of: 'ends' };
+  const file = fileOf(o);
+  if (file) spec.file = file;
   if (o.label?.length) {
     spec.labels = Object.fromEntries(
       o.label.map((l) => {
@@ -283,6 +299,23 @@ export function specOf(o: RunOptions): Partial<JobRequest> & { flows: JobRequest
     );
   }
   return spec;
+}
+
+/** `--from-file PATH` and/or `--to-file` (with `--dsync`, `--drop-cache`): the job's file block, or none. */
+function fileOf(o: RunOptions): JobRequest['file'] | undefined {
+  const source = o['from-file'];
+  if (source === undefined && !o['to-file']) {
+    if (o.dsync || o['drop-cache']) throw new ArgumentError('--dsync and --drop-cache need --from-file or --to-file');
+    return undefined;
+  }
+  if (o.dsync && !o['to-file']) throw new ArgumentError('--dsync is the sink\'s: it needs --to-file');
+  if (o['drop-cache'] && source === undefined) throw new ArgumentError('--drop-cache is the source\'s: it needs --from-file');
+  return {
+    ...(source !== undefined ? { source } : {}),
+    ...(o['to-file'] ? { sink: true } : {}),
+    ...(o.dsync ? { ioMode: 'dsync' as const } : {}),
+    ...(o['drop-cache'] ? { dropCache: true } : {}),
+  } as JobRequest['file'];
 }
 
 /** A latency flow's own test, as `--with-rr` and `--with-probe` add it. */

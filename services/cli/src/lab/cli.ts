@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { Config } from '@niclab/shared/runtime/config';
 import { Keys } from '@niclab/shared/stores/keys';
@@ -14,6 +14,7 @@ interface LabFlags {
   name?: string;
   'agent-prefix'?: string;
   labels?: string;
+  'file-dir'?: string;
 }
 
 /** Ready means usable: every lab agent has registered, so a job naming it is accepted. */
@@ -50,6 +51,7 @@ export async function labCommand(sub: string | undefined, flags: LabFlags, confi
       const state = await labUp({
         name, hosts: Number(flags.hosts ?? 4), rate: flags.rate ?? '100mbit', redisUrl, prefix: config.prefix,
         dataDir: config.dataDir, agentPrefix: flags['agent-prefix'], labels: flags.labels, heartbeatSeconds: config.heartbeatSeconds,
+        ...(flags['file-dir'] ? { fileRoot: resolve(flags['file-dir']) } : {}),
       });
       await untilOnline(state.hosts, redisUrl, config.prefix);
       console.log(`lab ${name} is up: ${state.hosts.length} hosts on a switch (${state.switchNamespace}), agents online`);

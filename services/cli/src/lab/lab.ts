@@ -22,6 +22,8 @@ export interface LabHost {
   rate: string | null;
   /** The agent's NICLAB_AGENT_LABELS, as groups of flows select agents by. */
   labels?: Record<string, string>;
+  /** The agent's NICLAB_FILE_DIR: where jobs with `file` read their source and write their sink. */
+  fileDir?: string;
   agentPid: number | null;
   log: string;
 }
@@ -49,6 +51,10 @@ export interface LabOptions {
   /** Per-host agent labels: "A,B,C:rack=a;D,E,F:rack=b,role=lab" (hosts not named have none). */
   labels?: string;
   logLevel?: string;
+  /** Per-host file directories (NICLAB_FILE_DIR), by host name; hosts not named have none. */
+  fileDirs?: Record<string, string>;
+  /** Or one directory for all: each host's is `<fileRoot>/<host>`, made when missing (`lab up --file-dir`). */
+  fileRoot?: string;
 }
 
 export class LabError extends Error {}
@@ -154,6 +160,11 @@ export async function labUp(options: LabOptions): Promise<LabState> {
     save();
   }
   for (const host of state.hosts) {
+    const fileDir = options.fileDirs?.[host.name] ?? (options.fileRoot ? join(options.fileRoot, host.name) : undefined);
+    if (fileDir) {
+      if (options.fileRoot) mkdirSync(fileDir, { recursive: true });
+      host.fileDir = fileDir;
+    }
     host.agentPid = startAgent(host, options);
     save();
   }
@@ -220,6 +231,7 @@ export function startAgent(host: LabHost, options: LabOptions): number {
       NICLAB_HEARTBEAT_SECONDS: String(options.heartbeatSeconds ?? 2),
       NICLAB_LOG_LEVEL: options.logLevel ?? 'info',
       ...(host.labels ? { NICLAB_AGENT_LABELS: Object.entries(host.labels).map(([k, v]) => `${k}=${v}`).join(',') } : {}),
+      ...(host.fileDir ? { NICLAB_FILE_DIR: host.fileDir } : {}),
       // The agent's own files (its tuning record) live with the lab's.
       NICLAB_DATA_DIR: dirname(host.log),
     },

@@ -1,4 +1,4 @@
-import type { Bottleneck, EndDiagnostics, EndFigures, EngineName, HostCounters, Interval, LossAttribution, UdpFigures, Verdict } from './contract.js';
+import type { Bottleneck, EndDiagnostics, EndFigures, EngineName, FileStages, HostCounters, Interval, LossAttribution, UdpFigures, Verdict } from './contract.js';
 
 /** A core this busy (0 to 1) over a run is what limited it. */
 export const CPU_BUSY = 0.9;
@@ -48,6 +48,14 @@ export const ENGINE_HEADROOM = 0.5;
 export const WINDOW_LIMITED = 0.3;
 /** Under this share of its busy time held back by the receiver's window and its send buffer together, the congestion window set a TCP sender's rate. */
 export const PATH_WINDOW_LIMITED = 0.1;
+/**
+ * A file leg whose transfer moved at least this share of what its slower disk did alone went at
+ * that disk's rate: the disk was the limit. A disk that is not the limit leaves the transfer far
+ * below it (a dsync sink of 5 MiB/s beside a 500 Mbit/s link moved at 0.90-1.05 of it on the lab,
+ * alone and beside other tests, iperf3 at 0.91-1.03); a transfer a little under its disk's own
+ * rate still waited on it.
+ */
+export const DISK_LIMITED = 0.8;
 
 /** One end of a leg as its report gave it: its engine's figures and its diagnostics (host counters among them). */
 export interface EndView {
@@ -63,6 +71,8 @@ export interface LegView {
   intervals?: Interval[];
   /** A UDP leg's datagrams on the wire (the network place in datagrams). */
   shape?: DatagramShape;
+  /** A file leg's ends: the source and sink, each with its disk's own rate. */
+  file?: FileStages;
   sender: EndView;
   receiver: EndView;
 }
@@ -176,7 +186,7 @@ export function attributeLoss(udp: UdpFigures, sender: HostCounters, receiver: H
 }
 
 /** Every verdict, in the contract's order (a bounded label set for /metrics). */
-export const VERDICTS: readonly Verdict[] = ['link', 'sender CPU', 'receiver CPU', 'sender qdisc', 'receiver socket buffer', 'receiver NIC', 'network', 'path', 'none'];
+export const VERDICTS: readonly Verdict[] = ['link', 'sender CPU', 'receiver CPU', 'sender qdisc', 'receiver socket buffer', 'receiver NIC', 'network', 'path', 'source disk', 'sink disk', 'none'];
 
 export const PLACES = ['senderSocket', 'senderNic', 'network', 'receiverNic', 'receiverBacklog', 'receiverSocketBuffer', 'unexplained'] as const;
 export type Place = (typeof PLACES)[number];
@@ -317,6 +327,10 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   if (!udp) {
     // A TCP leg's retransmits with the drops each place counted, as context for whatever the verdict.
     Object.assign(cpuEvidence, leg.retransmits != null ? { retransmits: leg.retransmits } : {}, s && r ? tcpDrops(s, r) : {});
+    // A file leg that went as fast as one of its disks alone: that disk (its slow reads or writes
+    // also shut the window and idle the engines, so it comes before the rules that would see those).
+    const disk = diskLimit(leg);
+    if (disk) return verdict(disk.stage, disk.reason, { ...cpuEvidence, ...disk.evidence });
     if (busy(sc)) return verdict('sender CPU', cpuText(sc), cpuEvidence);
     if (busy(rc)) return verdict('receiver CPU', cpuText(rc), cpuEvidence);
     const queueDrops = r ? (r.tcpExt.TCPRcvQDrop ?? 0) + (r.tcpExt.TCPBacklogDrop ?? 0) : 0;
@@ -343,6 +357,32 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   }
   if (udp) return verdict('none', `0 of ${n(udp.sent)} datagrams lost at ${udp.achievedPacketsPerSecond !== undefined ? `${n(udp.achievedPacketsPerSecond)} pps` : 'the offered rate'}; no counter, CPU or link limited the run`, { ...cpuEvidence, sent: udp.sent });
   return judgeTcpPath(leg, { s, r, sc, rc, evidence: cpuEvidence, verdict });
+}
+
+/**
+ * The disk that limited a file leg: the slower of its ends' disks alone, when the transfer moved
+ * at least DISK_LIMITED of its rate; null when neither end measured one or the transfer stayed
+ * well below both (something else set its rate).
+ */
+export function diskLimit(leg: Pick<LegView, 'file' | 'bitsPerSecond'>): { stage: 'source disk' | 'sink disk'; reason: string; evidence: Record<string, number> } | null {
+  const file = leg.file;
+  if (!file || leg.bitsPerSecond === null) return null;
+  const disks = ([['source disk', file.source?.disk], ['sink disk', file.sink?.disk]] as const).filter((d): d is readonly ['source disk' | 'sink disk', NonNullable<typeof d[1]>] => !!d[1] && d[1].bitsPerSecond > 0);
+  if (disks.length === 0) return null;
+  const [stage, disk] = [...disks].sort((a, b) => a[1].bitsPerSecond - b[1].bitsPerSecond)[0]!;
+  const share = leg.bitsPerSecond / disk.bitsPerSecond;
+  if (share < DISK_LIMITED) return null;
+  const mbit = (bits: number) => `${(bits / 1e6).toPrecision(3)} Mbit/s`;
+  const how = stage === 'sink disk' ? `wrote alone (${file.ioMode})` : `read alone${file.source?.cacheDropped ? ', its cache dropped' : ' (through the page cache)'}`;
+  const other = disks.find(([name]) => name !== stage);
+  const evidence: Record<string, number> = { transferBitsPerSecond: leg.bitsPerSecond, diskShare: share };
+  if (file.source?.disk) evidence.sourceDiskBitsPerSecond = file.source.disk.bitsPerSecond;
+  if (file.sink?.disk) evidence.sinkDiskBitsPerSecond = file.sink.disk.bitsPerSecond;
+  return {
+    stage,
+    reason: `the file moved at ${mbit(leg.bitsPerSecond)}, ${pct(share)} of what the ${stage === 'sink disk' ? "sink's" : "source's"} disk ${how} (${mbit(disk.bitsPerSecond)})${other ? `; the ${other[0]} did ${mbit(other[1].bitsPerSecond)}` : ''}`,
+    evidence,
+  };
 }
 
 interface TcpPathContext {

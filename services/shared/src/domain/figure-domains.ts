@@ -19,7 +19,7 @@ export interface FigureDomain {
 export const UNBOUNDED: FigureDomain = { min: -Infinity, max: null };
 
 /** The report's per-flow figures that are not run metrics of their own. */
-export type LegFigureName = 'senderCpuSeconds' | 'receiverCpuSeconds' | 'senderServiceDemand' | 'receiverServiceDemand';
+export type LegFigureName = 'senderCpuSeconds' | 'receiverCpuSeconds' | 'senderServiceDemand' | 'receiverServiceDemand' | 'sourceDiskBitsPerSecond' | 'sinkDiskBitsPerSecond';
 export type FigureName = MetricName | LegFigureName;
 
 /** Each column's domain, as the figure catalogue has it for the figure the column is a view of. */

@@ -3,6 +3,7 @@ import type { EngineParams, Leg } from './task.js';
 import { kindOf, TEST_KINDS } from './test-kinds/index.js';
 import { flowSpec } from './flow-tests.js';
 import { CONFIDENCE } from './statistics.js';
+import { fileAt } from './file-io/spec.js';
 
 export interface PlannedRun {
   index: number;
@@ -28,10 +29,11 @@ export function runSpec(spec: JobSpec, plan: Pick<PlannedRun, 'pair' | 'duration
 }
 
 /**
- * In sweep order, the outermost first: each MTU's runs together, as a person would make them.
- * The last, `tuned`, is no sweep's: a factorial's cell (campaigns/factorial.ts), innermost.
+ * In sweep order, the outermost first: each MTU's runs together, as a person would make them;
+ * `io` inner, so each file point follows its memory point. The last, `tuned`, is no sweep's: a
+ * factorial's cell (campaigns/factorial.ts), innermost.
  */
-export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize', 'tuned'] as const;
+export const DIMENSIONS = ['mtu', 'direction', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'packetSize', 'rate', 'requestSize', 'responseSize', 'io', 'tuned'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 /** A dimension's list in the spec's sweep (undefined for one not swept, and for a campaign's own, as `tuned`). */
@@ -110,6 +112,8 @@ export function paramsAt(job: JobSpec, at: SweepPoint, flowIndex?: number): Engi
   if (spec.udp) {
     params.udp = { packetSize: point.packetSize ?? spec.udp.packetSize, rate: point.rate ?? spec.udp.rate };
   }
+  const file = fileAt(spec, point);
+  if (file) params.file = file;
   const kind = kindOf(spec);
   // A latency flow's idle baseline is part of its own run: it starts with the run, the load after it.
   const idle = flowIndex !== undefined && kind.latency && job.idleBaseline ? { duration: params.duration + job.idleBaseline, idleSeconds: job.idleBaseline } : {};

@@ -54,6 +54,7 @@ function dimensionAxis(d: Dimension, points: SweepPoint[]): DimensionAxis {
     case 'streams': return byRatio(axisOf('parallel streams', 'quantitative', (p) => p.streams!));
     case 'noDelay': return axisOf('TCP_NODELAY', 'ordinal', (p) => String(p.noDelay));
     case 'direction': return axisOf('direction', 'ordinal', (p) => p.direction!);
+    case 'io': return axisOf('source and sink', 'ordinal', (p) => p.io!);
     case 'tuned': return axisOf('ends tuned', 'ordinal', (p) => p.tuned!);
     case 'rate': {
       const inPackets = points.some((p) => p.rate && 'packetsPerSecond' in p.rate);

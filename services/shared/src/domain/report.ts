@@ -15,6 +15,7 @@ import { COLUMNS } from './figures/columns.js';
 import { flowSpec, measuresHeadline } from './flow-tests.js';
 import { campaignOf } from './campaigns/index.js';
 import { factorialCsvRows } from './campaigns/factorial.js';
+import { fileStages, stageLines } from './file-io/stages.js';
 
 export type Report = components['schemas']['Report'];
 type ReportPoint = Report['points'][number];
@@ -90,6 +91,7 @@ export function buildReport(job: Job, runs: Run[]): Report {
     dimensions: DIMENSIONS.filter((d) => sweptValues(spec, d) !== undefined || campaign.addsDimensions.includes(d)),
     points,
     ...campaign.reportSection(job, finished, confidence),
+    ...(spec.file ? { stages: fileStages(spec, points) } : {}),
     failedRuns: finished.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, point: r.point, repetition: r.repetition, error: r.error! })),
   };
 }
@@ -191,7 +193,7 @@ export function reportTable(job: Job, runs: Run[], report: Report): string {
       out.push(`total ${unit}: mean ${(total.mean / scale).toFixed(digits)}, sd ${(total.standardDeviation / scale).toFixed(digits)}, ${Math.round(report.confidence * 100)}% CI ${ci(total, scale, digits)}, cv ${(total.coefficientOfVariation * 100).toFixed(1)}%, n ${total.n}`);
     }
   }
-  out.push(...own.lines);
+  out.push(...own.lines, ...stageLines(report.stages ?? []));
   for (const failed of report.failedRuns) out.push('', `run ${failed.index} (${pointLabel(failed.point)}, repetition ${failed.repetition}) failed: ${failed.error.code}: ${failed.error.message}`);
   return out.join('\n') + '\n';
 }

@@ -39,6 +39,8 @@ export const RUN_ERRORS = {
   no_address: { meaning: 'The named interface has no address to bind to.', retryable: false, fault: 'host' },
   tuning_failed: { meaning: "The job's tuning could not be applied on an end's host.", retryable: false, fault: 'host' },
   path_mtu: { meaning: "The path did not carry the run's MTU with don't-fragment set: the message names the largest size that passed and who refused (diagnostics.sender.pathMtu).", retryable: false, fault: 'lab', cause: true },
+  file_refused: { meaning: "An end could not use the job's file: its agent has no file directory, the source is missing, empty, not a regular file or outside the directory (a symlink out of it), or the sink's temporary file could not be made; the message says which.", retryable: false, fault: 'user', cause: true },
+  file_io: { meaning: "Reading the source or writing the sink failed mid-run (an I/O error, the file system full, the engine wrote less than it received, the sink's synchronous attribute refused), or an end's disk probe did.", retryable: false, fault: 'host', cause: true },
   enqueue_failed: { meaning: 'The job was stored but could not be queued.', retryable: false, fault: 'niclab' },
   not_runnable: { meaning: "A schedule's firing could not run its spec against the inventory of the moment.", retryable: false, fault: 'user' },
   over_limit: { meaning: "A schedule's firing broke its owner's policy limits (its group grew past maxRunsPerJob, or the policy changed); the message names the limit.", retryable: false, fault: 'user' },

@@ -1,5 +1,5 @@
 import type { EndTuning } from './tuning-rules.js';
-import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, Interval, JobSpec, NicDelta } from './contract.js';
+import type { EndDiagnostics, EndFigures, EngineName, ErrorInfo, FileIo, FileStages, Interval, JobSpec, NicDelta } from './contract.js';
 import type { Measured } from './test-kinds/measured.js';
 
 /** The measurement parameters of one run, after the sweep point is applied. */
@@ -12,6 +12,8 @@ export type EngineParams = Pick<JobSpec, 'protocol' | 'test' | 'duration' | 'buf
   probe?: { interval: number; packetSize: number };
   /** A latency flow's idle baseline: its first seconds (of `duration`) run before the other flows start. */
   idleSeconds?: number;
+  /** Present exactly at a file point (`io: file`): the sender reads `source`, the receiver writes a sink when `sink`. */
+  file?: FileIo;
 };
 
 interface TaskBase {
@@ -84,7 +86,14 @@ export interface EndReport {
   rawKept?: boolean;
   /** The kernel's boot id: two ends with the same one read the same clock. */
   bootId?: string;
+  /** A file point's end: what its file did in the transfer and its disk alone (merged into FlowResult.file). */
+  file?: EndFile | null;
 }
+
+/** One end of a file leg as its agent saw it: the sender's source, or the receiver's sink, and its disk alone. */
+export type EndFile =
+  | { role: 'source'; ioMode: FileIo['ioMode']; source: NonNullable<FileStages['source']> }
+  | { role: 'sink'; ioMode: FileIo['ioMode']; sink: NonNullable<FileStages['sink']> };
 
 /** One direction of data of one flow: the flow's own (forward) or back from its `to` end (reverse). */
 export interface Leg {

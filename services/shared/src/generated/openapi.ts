@@ -770,13 +770,21 @@ export interface components {
                 noDelay?: boolean[];
                 /** @description Both directions of each flow, one after the other, in one job (e.g. `[forward, reverse]`). */
                 direction?: ("forward" | "reverse" | "bidir")[];
+                /**
+                 * @description Memory to memory against file I/O on the same flows: an `io: memory` point runs
+                 *     without `file`, an `io: file` point with it. `[memory, file]` when `file` is given
+                 *     without it, so the report compares the two (`Report.stages`); the innermost
+                 *     dimension, so each file point follows its memory point.
+                 */
+                io?: ("memory" | "file")[];
             };
+            file?: components["schemas"]["FileIo"];
             labels?: {
                 [key: string]: string;
             };
             tuning?: components["schemas"]["Tuning"];
             factorial?: components["schemas"]["Factorial"];
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /**
          * @description Interface and kernel settings applied for the run and always restored (admin only). The
          *     settings at the top (`mtu`, `txqueuelen`, `sysctl`, `ethtool`, `qdisc`) are shorthand for
@@ -850,6 +858,55 @@ export interface components {
              */
             of: "ends";
         };
+        /**
+         * @description A stream whose source is a file read from disk and/or whose sink writes to disk (iperf3's
+         *     `-F`), beside memory to memory: unless `sweep.io` says otherwise the job gets a dimension
+         *     `io` of two points, `memory` (the same flows without files) and `file`, so the report
+         *     compares them (`Report.stages`). At a file point each sending agent reads `source` from
+         *     its own file directory (its NICLAB_FILE_DIR; a job naming an agent without one is refused),
+         *     and each receiving agent with `sink` writes a temporary file of its own there, removed
+         *     however the run ends (an agent killed mid-run removes its leftovers when it starts again).
+         *     After the transfer each end measures its disk alone, in the same directory and with the
+         *     same I/O mode, for `probeSeconds` (at most 256 MiB): the source end reads the source file
+         *     again, the sink end writes another temporary file; the report names the slowest stage of
+         *     source disk, network (the memory point) and sink disk. A source shorter than the run ends
+         *     the transfer at the file's end, as iperf3 does: the result says so
+         *     (`FlowResult.file.source.endedAtEof`) and its rate is over the time the file lasted. The
+         *     agent checks the path again against its directory when it runs (realpath: a symlink out
+         *     of it is refused, `file_refused`).
+         */
+        FileIo: {
+            /**
+             * @description The file each sender reads, relative to its agent's file directory (NICLAB_FILE_DIR):
+             *     names of letters, digits, ".", "_", "+" and "-" joined by "/", none starting with "."
+             *     or "-" (no absolute path, no "." or "..", no hidden file: niclab's own temporary files
+             *     are hidden), at most 1,024 characters. It must be a regular, non-empty file there.
+             */
+            source?: string & (unknown & unknown);
+            /** @description True: each receiver writes what it receives to a temporary file in its agent's file directory, as iperf3 -F on the server, and removes it when the run ends. */
+            sink?: boolean;
+            /**
+             * @description How the sink writes (its transfer and its disk probe alike): `buffered`, through the
+             *     page cache as iperf3 -F does (a figure of the cache, not the device, unless the data
+             *     outgrow memory); `dsync`, every write on the device before the next (the builtin engine
+             *     opens the file O_DSYNC; for iperf3 the agent sets the file's synchronous-update
+             *     attribute, `chattr +S`, before iperf3 opens it, so its writes are synchronous too, and
+             *     a file system without it fails the run `file_io`). Direct I/O is not offered.
+             * @default buffered
+             * @enum {string}
+             */
+            ioMode: "buffered" | "dsync";
+            /**
+             * @description Drop the source file's pages from the page cache (`dd if=FILE iflag=nocache count=0`: posix_fadvise DONTNEED) before the transfer reads it and again before the disk probe does, so both read the device. Pages still dirty are not dropped.
+             * @default false
+             */
+            dropCache: boolean;
+            /**
+             * @description Seconds each end measures its disk alone after the transfer (at most 256 MiB, and the source file's length).
+             * @default 2
+             */
+            probeSeconds: number;
+        } & (unknown & unknown & unknown);
         /**
          * @description The queueing discipline on each end's interface for the run (`tc qdisc`), from an
          *     allow-list. When the interface's root qdisc is a tbf shaper (as in the virtual lab), it
@@ -1233,6 +1290,10 @@ export interface components {
                     receiverCpuSeconds: components["schemas"]["NullableRepeatSummary"];
                     senderServiceDemand: components["schemas"]["NullableRepeatSummary"];
                     receiverServiceDemand: components["schemas"]["NullableRepeatSummary"];
+                    /** @description A file point's source end: its plain disk read rate (FlowResult.file.source.disk). */
+                    sourceDiskBitsPerSecond: components["schemas"]["NullableRepeatSummary"];
+                    /** @description A file point's sink end: its plain disk write rate (FlowResult.file.sink.disk). */
+                    sinkDiskBitsPerSecond: components["schemas"]["NullableRepeatSummary"];
                 }[];
                 /** @description Each run's figures summed over its flows. */
                 total: {
@@ -1262,6 +1323,15 @@ export interface components {
             mlrSearches?: components["schemas"]["MlrSearchResult"][];
             /** @description A factorial job's analysis per sweep point (present only for jobs with `factorial`; their `points` are the cells, each with its `tuned`). */
             factorials?: components["schemas"]["FactorialResult"][];
+            /**
+             * @description A job with file I/O (`file`): per file point and leg, its stages side by side over the
+             *     point's runs, and the slowest named. The network is the memory point's rate (the same
+             *     point with `io: memory`: the same flows without files, in the same job), the source disk
+             *     and sink disk the ends' own disk rates measured in the file runs, the transfer the file
+             *     point's rate. The slowest stage is the lowest mean of the three; null while a stage was
+             *     not measured (no memory point, no source or no sink, a failed probe), which `reason` says.
+             */
+            stages?: components["schemas"]["FileStage"][];
             failedRuns: {
                 index: number;
                 point: components["schemas"]["SweepPoint"];
@@ -1332,6 +1402,31 @@ export interface components {
             confidenceInterval: null | number[];
             /** @description Whether the interval excludes 0; null without one. */
             significant: boolean | null;
+        };
+        FileStage: {
+            point: components["schemas"]["SweepPoint"];
+            flowIndex: number;
+            /** @enum {string} */
+            direction: "forward" | "reverse";
+            from: components["schemas"]["Endpoint"];
+            to: components["schemas"]["Endpoint"];
+            /** @description The source end's plain disk read rate; null without a source. */
+            sourceDisk: components["schemas"]["NullableRepeatSummary"];
+            /** @description The memory point's rate on this leg: the network with no disk; null without a memory point. */
+            network: components["schemas"]["NullableRepeatSummary"];
+            /** @description The sink end's plain disk write rate; null without a sink. */
+            sinkDisk: components["schemas"]["NullableRepeatSummary"];
+            /** @description The file point's rate on this leg (its bitsPerSecond): the stages together. */
+            transfer: components["schemas"]["NullableRepeatSummary"];
+            /** @description The transfer's mean over the network's: what the disks left of the memory-to-memory rate (seed 003's ftp at 30 Mbit/s where netperf did 430: 0.07). */
+            transferShare: number | null;
+            /**
+             * @description The stage with the lowest mean rate; null when one of the stages the point has was not measured.
+             * @enum {string|null}
+             */
+            slowest: "source disk" | "network" | "sink disk" | null;
+            /** @description One line a person can read: the stages' rates and which is slowest, by how much. */
+            reason: string;
         };
         /** @description One pair of a group: its headline figure (`Report.headline`) over its succeeded runs, and the verdict: `measured`, `unverified` (a run's counters did not show the test's bytes on the named interfaces, `pathVerified` false), `failed` (no run succeeded; `error` says why) or `pending`. Beside them, the pair's UDP loss and what limited it. */
         MatrixCell: {
@@ -1718,7 +1813,7 @@ export interface components {
          *     each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "file_refused" | "file_io" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
@@ -1809,6 +1904,8 @@ export interface components {
             noDelay?: boolean;
             /** @enum {string} */
             direction?: "forward" | "reverse" | "bidir";
+            /** @enum {string} */
+            io?: "memory" | "file";
             /**
              * @description A factorial's cell (see Factorial): which ends' tuning blocks this run applied: none, the sender's, the receiver's, or both.
              * @enum {string}
@@ -2188,6 +2285,16 @@ export interface components {
                 /** @description How long the proof took. */
                 seconds: number;
             };
+            /**
+             * @description A file point's end (`file`): the file it read or wrote, as the agent resolved it in its
+             *     directory, and the commands it ran for it beside the engine (the cache drop, the sink's
+             *     synchronous attribute for iperf3), each an argument vector.
+             */
+            file?: {
+                /** @description The source file's real path, or the sink's temporary file. */
+                path: string;
+                commands: string[][];
+            };
             /** @description The host under this end at the time of the run, for comparisons. */
             environment?: {
                 kernel: string;
@@ -2431,10 +2538,51 @@ export interface components {
                 sender?: components["schemas"]["EndDiagnostics"];
                 receiver?: components["schemas"]["EndDiagnostics"];
             };
+            /** @description A file point's leg (`file`): its source and sink and each end's own disk rate; absent or null at a memory point. */
+            file?: null | components["schemas"]["FileStages"];
             /** @description A UDP leg's lost datagrams split by where they were lost, from both ends' host counters. */
             lossAttribution?: null | components["schemas"]["LossAttribution"];
             /** @description What limited this leg, with the evidence; null when neither end reported host counters, and for a request/response (rr) leg, which measures round trips rather than throughput. */
             bottleneck?: null | components["schemas"]["Bottleneck"];
+        };
+        /**
+         * @description A file leg's ends: what the source read and the sink wrote in the transfer, and the rate
+         *     each end's disk gave alone, measured by its agent after the transfer in the same directory
+         *     with the same I/O mode (`disk`, null when that end failed before it). `source` is null when
+         *     the sender read memory, `sink` when the receiver discarded what it got.
+         */
+        FileStages: {
+            /**
+             * @description How the sink wrote (JobSpec.file.ioMode). No direct I/O.
+             * @enum {string}
+             */
+            ioMode: "buffered" | "dsync";
+            source: null | {
+                /** @description The source as the job named it, relative to the sending agent's file directory. */
+                path: string;
+                /** @description The source file's size when the sender opened it. */
+                sizeBytes: number;
+                /** @description The transfer reached the end of the file before the run's duration and ended there (as iperf3 -F does): its rate is over the time the file lasted. */
+                endedAtEof: boolean;
+                /** @description The file's page cache was dropped before the transfer read it and again before the disk probe (dropCache). */
+                cacheDropped: boolean;
+                /** @description The source file read alone (no network) from its start, in bufferLength blocks. */
+                disk: null | components["schemas"]["DiskRate"];
+            };
+            sink: null | {
+                /** @description The sink file's size when the transfer ended (stat): what the engine wrote of the bytes it received. */
+                writtenBytes: number;
+                /** @description The temporary files (the sink's, the probe's) were removed when the end finished. */
+                removed: boolean;
+                /** @description A temporary file of its own written alone (no network) in bufferLength blocks of random bytes, with the same I/O mode. */
+                disk: null | components["schemas"]["DiskRate"];
+            };
+        };
+        /** @description One end's plain disk rate: bytes moved over the seconds it took (the last write's or read's return), for `probeSeconds` or 256 MiB, or to the end of the source file. */
+        DiskRate: {
+            bytes: number;
+            seconds: number;
+            bitsPerSecond: number;
         };
         /**
          * @description Where a UDP leg's `lost` datagrams went, in path order. Each place is what that place's
@@ -2487,11 +2635,13 @@ export interface components {
          *     under half a core, no drops at either end, the congestion window and not the receiver's
          *     window or the send buffer held the sender back (TCP_INFO, builtin engine), the rate
          *     steady: something between the interfaces, such as a shaper on a switch port, that
-         *     neither end's counters see), `none` (UDP: the offered rate went through without loss;
-         *     TCP: no one limit found, the reason says what was measured).
+         *     neither end's counters see), `source disk` and `sink disk` (a file leg whose transfer
+         *     went at least 80% as fast as that end's disk alone, and that disk the slower of the two),
+         *     `none` (UDP: the offered rate went through without loss; TCP: no one limit found, the
+         *     reason says what was measured).
          * @enum {string}
          */
-        Verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "path" | "none";
+        Verdict: "link" | "sender CPU" | "receiver CPU" | "sender qdisc" | "receiver socket buffer" | "receiver NIC" | "network" | "path" | "source disk" | "sink disk" | "none";
         Bottleneck: {
             verdict: components["schemas"]["Verdict"];
             /** @description One line a person can read, e.g. "receiver socket buffer: 13,352 of 13,352 lost datagrams (UdpRcvbufErrors); SO_RCVBUF 212,992 B". */
@@ -2551,6 +2701,8 @@ export interface components {
             engines: {
                 [key: string]: components["schemas"]["EngineInfo"];
             };
+            /** @description The agent has a file directory (NICLAB_FILE_DIR): jobs with `file` may read a source there and write a sink. Absent: none. */
+            fileDirectory?: boolean;
             interfaces: components["schemas"]["Interface"][];
         };
         Health: {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { CHANGE_DEFAULTS, type ChangeOptions } from '../domain/changes/detect.js';
 import { AGENT_ID } from '../domain/names.js';
 
@@ -58,6 +58,12 @@ export interface Config {
   /** NICLAB_TLS_CERT_FILE and NICLAB_TLS_KEY_FILE (PEM): the API serves HTTPS with them; both or neither. */
   readonly tlsCertFile: string | undefined;
   readonly tlsKeyFile: string | undefined;
+  /**
+   * NICLAB_FILE_DIR: the one directory an agent reads file sources from and writes file sinks
+   * in (jobs with `file`), as an absolute path; unset, the agent takes no file job. The agent
+   * checks at start that it is a directory it can write.
+   */
+  readonly fileDir: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -141,6 +147,14 @@ function labName(env: Env): string {
   return name;
 }
 
+/** An absolute directory, given as such: a relative one would depend on where the agent was started. */
+function fileDir(env: Env): string | undefined {
+  const raw = env.NICLAB_FILE_DIR;
+  if (raw === undefined || raw === '') return undefined;
+  if (!isAbsolute(raw) || /[\u0000-\u001f]/.test(raw)) throw new ConfigError('NICLAB_FILE_DIR', `must be an absolute path, got "${raw}"`);
+  return resolve(raw);
+}
+
 function defaultAgentId(): string {
   const name = hostname().replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (name || 'agent').slice(0, 63);
@@ -188,6 +202,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     authNone: oneOf(env, 'NICLAB_AUTH', 'policy', ['policy', 'none']) === 'none',
     tlsCertFile: env.NICLAB_TLS_CERT_FILE ? resolve(env.NICLAB_TLS_CERT_FILE) : undefined,
     tlsKeyFile: env.NICLAB_TLS_KEY_FILE ? resolve(env.NICLAB_TLS_KEY_FILE) : undefined,
+    fileDir: fileDir(env),
     ...overrides,
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {

@@ -35,7 +35,7 @@ const TASK_SCHEMA = {
       additionalProperties: false,
       required: ['protocol', 'test', 'duration', 'bufferLength', 'streams', 'noDelay', 'interval'],
       properties: {
-        ...Object.fromEntries(['protocol', 'test', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'udp', 'interval'].map((f) => [f, spec(f)])),
+        ...Object.fromEntries(['protocol', 'test', 'bufferLength', 'socketBuffer', 'streams', 'noDelay', 'udp', 'interval', 'file'].map((f) => [f, spec(f)])),
         // A latency flow's duration includes its idle baseline (at most 60 s beyond the job's 3600).
         duration: { type: 'number', minimum: 0.5, maximum: 3660 },
         idleSeconds: spec('idleBaseline'),

@@ -28,7 +28,7 @@ export const builtinEngine: Engine = {
     const script = scriptFor(RUNNERS[task.params.test](task.params));
     // Both ends of a leg derive the same token, so a receiver ignores datagrams not of its leg.
     const token = createHash('sha256').update(`${task.runId}/${task.leg}`).digest().readUInt32BE(0);
-    const input: TcpChildInput | UdpChildInput | ProbeChildInput = { role: task.role, params: task.params, address: context.address, token };
+    const input: TcpChildInput | UdpChildInput | ProbeChildInput = { role: task.role, params: task.params, address: context.address, token, ...(context.file ? { file: context.file } : {}) };
     if (task.role === 'sender') {
       input.peer = task.peer;
       input.startAt = task.startAt;

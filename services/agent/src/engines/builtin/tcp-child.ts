@@ -2,12 +2,14 @@
  * The builtin TCP stream's process (nttcp): one end of one leg. Started by the agent with
  * fork(); gets its input as the first IPC message, answers `ready` (receiver) and one `result`.
  */
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { endFigures } from '@niclab/shared/domain/figures';
 import { cpuSeconds, serveChild } from './child-main.js';
 import { tcpInfo, type TcpTimes } from './sockopt.js';
 import { buffersOf, openStreams, receive, type TcpChildInput, type TcpChildResult } from './tcp-ends.js';
+import { pumpFile } from './file-ends.js';
 
 export type { TcpChildInput, TcpChildResult } from './tcp-ends.js';
 
@@ -60,18 +62,24 @@ async function sendData(input: TcpChildInput): Promise<TcpChildResult> {
   const { bufferLength, duration } = input.params;
   const sockets = await openStreams(input);
   const socketBuffers = buffersOf(input, sockets);
-  const buffer = Buffer.alloc(bufferLength, 0x5a);
+  // Random bytes, as iperf3 sends: a file sink on a file system that compresses would take repeated ones faster.
+  const buffer = randomBytes(bufferLength);
   let calls = 0;
+  let bytes: number | null = null;
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const endAt = t0 + duration * 1000;
-  const perStream = await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
+  const source = input.file?.source;
+  // A file source is one stream (the contract's rule): its bytes are what it read, to the file's end at most.
+  const perStream = source
+    ? await pumpFile(sockets[0]!, source, bufferLength, endAt).then((sent) => ((calls = sent.calls), (bytes = sent.bytes), [sent.info]))
+    : await Promise.all(sockets.map((socket) => pump(socket, buffer, endAt, (n) => (calls += n))));
   const realSeconds = (performance.now() - t0) / 1000;
   const retransmits = perStream.every((i) => i !== null) ? perStream.reduce((a, i) => a + i!.retransmits, 0) : null;
   const times = perStream.map((i) => i?.times ?? null);
   const tcpTimes = times.every((t) => t !== null) ? sumTimes(times as TcpTimes[]) : undefined;
   // Every write the socket accepted reached the kernel before 'close'; bytes are what we handed over.
-  return { figures: endFigures(calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...(tcpTimes ? { tcpTimes } : {}), ...socketBuffers };
+  return { figures: endFigures(bytes ?? calls * bufferLength, realSeconds, cpuSeconds(cpu), calls), intervals: [], retransmits, ...(tcpTimes ? { tcpTimes } : {}), ...socketBuffers };
 }
 
 serveChild<TcpChildInput>((input, send) => (input.role === 'receiver' ? receive(input, send) : sendData(input)));

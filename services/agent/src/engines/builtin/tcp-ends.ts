@@ -11,6 +11,8 @@ import type { EngineParams } from '@niclab/shared/domain/task';
 import { cpuSeconds, type Send } from './child-main.js';
 import { EngineFailure } from '../child-protocol.js';
 import { IntervalSampler } from './interval-sampler.js';
+import { FileSink } from './file-ends.js';
+import type { EngineFile } from '../engine.js';
 import { readSocketBuffers, setSocketBuffers, type TcpTimes } from './sockopt.js';
 
 export interface TcpChildInput {
@@ -21,6 +23,8 @@ export interface TcpChildInput {
   peer?: { address: string; port: number };
   /** Epoch ms at which the sender starts writing (the run's common start instant). */
   startAt?: number;
+  /** A file point's end: the sender sends its source file, the receiver writes its sink (EngineFile). */
+  file?: EngineFile;
 }
 
 export interface TcpChildResult {
@@ -40,8 +44,15 @@ export interface TcpChildResult {
  * responder writes its responses from it).
  */
 export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: Socket) => (bytes: number) => void): Promise<TcpChildResult> {
-  const { streams, noDelay, interval } = input.params;
+  const { streams, noDelay, interval, bufferLength } = input.params;
   return new Promise((resolve, reject) => {
+    let sink: FileSink | undefined;
+    try {
+      sink = input.file?.sink ? FileSink.open(input.file.sink, bufferLength, input.file.dsync) : undefined;
+    } catch (error) {
+      reject(error);
+      return;
+    }
     let bytes = 0;
     let calls = 0;
     let closed = 0;
@@ -51,7 +62,9 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
     let cpu: NodeJS.CpuUsage | undefined;
     let socketBuffers: TcpChildResult['socketBuffers'];
     const sampler = new IntervalSampler(interval, () => bytes, (sample) => send({ type: 'interval', interval: sample }));
+    const sockets = new Set<Socket>();
     const server = createServer({ noDelay }, (socket: Socket) => {
+      sockets.add(socket);
       accepted += 1;
       // Exactly `streams` connections belong to this flow; stop listening once they are here.
       if (accepted >= streams) server.close();
@@ -66,6 +79,11 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
         bytes += chunk.length;
         calls += 1;
         answer?.(chunk.length);
+        // A sink reads from the socket only as fast as its file takes the data: TCP holds back the rest.
+        if (sink && !sink.push(chunk)) {
+          socket.pause();
+          sink.once('drain', () => socket.resume());
+        }
       });
       socket.on('end', () => {
         lastAt = performance.now();
@@ -75,15 +93,26 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
       socket.on('close', () => {
         closed += 1;
         if (closed < streams) return;
-        const intervals = sampler.finish(lastAt);
         if (firstAt === 0) {
+          sampler.finish(lastAt);
           reject(new EngineFailure('no_data', 'the sender closed without sending any data'));
           return;
         }
-        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+        // A sink's end is its last write's: the data are where the run says they go.
+        void (sink ? sink.finish().then(() => (lastAt = performance.now())) : Promise.resolve()).then(() => {
+          const intervals = sampler.finish(lastAt);
+          resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+        }, reject);
       });
     });
     server.on('error', reject);
+    // A sink that failed (its file system full) ends the end: its connections reset, not left paused.
+    sink?.on('error', (error: Error) => {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+      sampler.finish(performance.now());
+      reject(error);
+    });
     server.listen({ host: input.address, port: 0 }, () => {
       // Before any SYN arrives: accepted connections inherit the sizes and offer a window scale to match.
       if (input.params.socketBuffer !== undefined) {

@@ -61,6 +61,8 @@ async function serve(params: Task['params'], context: EngineContext): Promise<{ 
     const port = await freePort(context.address);
     // --idle-timeout: a client that vanishes never leaves the server waiting forever.
     const argv = ['iperf3', '-s', '-1', '-B', context.address, '-p', String(port), '-i', String(params.interval), '--json', '--idle-timeout', String(Math.ceil(params.duration) + 30)];
+    // A file sink: the server writes what it receives to it (iperf3 -F on the receiving side).
+    if (context.file?.sink) argv.push('-F', context.file.sink);
     let exited = false;
     const running = runProcess(argv, context.signal, context.spawned);
     void running.then(() => (exited = true));
@@ -111,6 +113,8 @@ export const iperf3Engine: Engine = {
       else argv.push('-l', String(params.bufferLength));
       if (params.noDelay) argv.push('-N');
       if (params.socketBuffer !== undefined) argv.push('-w', String(params.socketBuffer));
+      // A file source: the client sends the file from its start and ends the test at its end (iperf3 -F).
+      if (context.file?.source) argv.push('-F', context.file.source);
       running = runProcess(argv, context.signal, context.spawned);
     }
     const outcome = await running;

@@ -32,6 +32,7 @@ const LAB_FLOWS = 'test/lab/flows.test.ts';
 const LAB_UDP = 'test/lab/udp.test.ts';
 const LAB_PROBE = 'test/lab/probe.test.ts';
 const LAB_ATTRIBUTION = 'test/lab/attribution.test.ts';
+const LAB_DISK = 'test/lab/disk.test.ts';
 
 /** A group's matrix cell holds the job's headline figure over the pair's runs. */
 const HEADLINE_CELLS = ['MatrixCell.value', 'Report.matrix[].cells[][].value'];
@@ -55,7 +56,7 @@ export const FIGURES: readonly Figure[] = [
       stall: 'A stalled sender lowers it (the receiver waits); the run ends at its duration, so the rate is over the time data flowed.',
       wire: 'Payload (TCP or UDP data) only: IP, TCP/UDP and Ethernet headers are not in it, so a 100 Mbit/s link carries about 94-97.',
     },
-    fields: ['FlowResult.bitsPerSecond', 'RunSummary.flows[].bitsPerSecond', 'Report.points[].flows[].bitsPerSecond', 'Report.points[].total.bitsPerSecond', ...HEADLINE_CELLS],
+    fields: ['FlowResult.bitsPerSecond', 'RunSummary.flows[].bitsPerSecond', 'Report.points[].flows[].bitsPerSecond', 'Report.points[].total.bitsPerSecond', 'Report.stages[].network', 'Report.stages[].transfer', ...HEADLINE_CELLS],
     metrics: ['niclab_link_throughput_bits_per_second'],
   },
   {
@@ -575,6 +576,71 @@ export const FIGURES: readonly Figure[] = [
     },
     fields: ['FlowResult.diagnostics.*.pathMtu.*'],
   },
+  // ---- File I/O: disk against memory ---------------------------------------------------------
+  {
+    name: 'diskReadBitsPerSecond',
+    meaning: "A file point's source end: its plain disk read rate, the source file read alone (no network) from its start, after the transfer.",
+    unit: 'bits/s', display: MBIT, better: 'higher', domain: POSITIVE,
+    kinds: ['stream'], engines: BOTH,
+    computed: "The sending agent reads the source file from its start in bufferLength blocks, one read at a time (its page cache dropped again first when dropCache), until probeSeconds have passed, 256 MiB were read or the file ends: bytes × 8 over the seconds to the last read's return.",
+    reference: { kind: 'bare-tool', against: "dd reading the same file (its cache dropped the same way) from the same blkio cgroup, throttled on the source's loop device: within 10%", test: LAB_DISK, case: 'source disk read rate beside dd' },
+    answers: {
+      zero: 'A run that failed before its probe has none (null); a file that ends at once is read in the seconds its reads took.',
+      directions: "Each leg's sender reads its own source: a reverse leg's sender is the flow's `to` agent.",
+      flows: 'One probe per file leg; several on one host read at once and share its disk (one stream a flow).',
+      stall: "Measured after the transfer, alone: a stalled transfer does not move it; the run's deadline allows for it (probeSeconds).",
+      wire: 'File bytes: no header in it. Through the page cache unless the cache was dropped (FlowResult.file.source.cacheDropped).',
+    },
+    fields: ['FlowResult.file.source.disk.*', 'Report.points[].flows[].sourceDiskBitsPerSecond', 'Report.stages[].sourceDisk'],
+  },
+  {
+    name: 'diskWriteBitsPerSecond',
+    meaning: "A file point's sink end: its plain disk write rate, a temporary file written alone (no network) in its directory with the transfer's I/O mode, after the transfer.",
+    unit: 'bits/s', display: MBIT, better: 'higher', domain: POSITIVE,
+    kinds: ['stream'], engines: BOTH,
+    computed: 'The receiving agent writes bufferLength blocks of random bytes to a new file in its file directory, one write at a time (O_DSYNC with ioMode dsync), until probeSeconds have passed or 256 MiB were written: bytes × 8 over the seconds to the last write\'s return; the file is removed.',
+    reference: { kind: 'bare-tool', against: 'dd oflag=dsync into the same directory from the same blkio cgroup, the directory a loop device throttled to 5 MiB/s: within 10%', test: LAB_DISK, case: 'sink disk write rate beside dd' },
+    answers: {
+      zero: 'A run that failed before its probe has none (null).',
+      directions: "Each leg's receiver writes in its own directory: a reverse leg's receiver is the flow's `from` agent.",
+      flows: 'One probe per file leg; several on one host write at once and share its disk.',
+      stall: "Measured after the transfer, alone; the run's deadline allows for it (probeSeconds).",
+      wire: 'File bytes. Buffered (ioMode buffered) it is the page cache\'s rate, not the device\'s.',
+    },
+    fields: ['FlowResult.file.sink.disk.*', 'Report.points[].flows[].sinkDiskBitsPerSecond', 'Report.stages[].sinkDisk'],
+  },
+  {
+    name: 'fileBytes',
+    meaning: "What a file leg's source held and its sink got: the source file's size, and the sink file's size when the transfer ended.",
+    unit: 'B', display: WHOLE('B'), better: null, domain: COUNT,
+    kinds: ['stream'], engines: BOTH,
+    computed: "stat of the source when the sender opened it, and of the sink's temporary file once the engine ended, before it is removed; a sink shorter than what its receiver got fails the run file_io (iperf3 does not check its writes).",
+    reference: { kind: 'closed-form', against: "a file of random bytes sent on loopback into a sink, both engines: the sink holds it byte for byte (sha256), and the sender's bytes are the file's size", test: 'test/engines/file-io.test.ts', case: 'the sink holds the source byte for byte' },
+    answers: {
+      zero: 'An empty source is refused before the run (file_refused); a sink of a run that got nothing is 0.',
+      directions: "The leg's sender's source, its receiver's sink.",
+      flows: 'Per leg: each file leg reads its own copy of the source from the start, and writes its own sink.',
+      stall: 'A run shorter than the file sends part of it; a file shorter than the run ends it at the end of the file (endedAtEof).',
+      wire: 'File bytes.',
+    },
+    fields: ['FlowResult.file.source.sizeBytes', 'FlowResult.file.sink.writtenBytes'],
+  },
+  {
+    name: 'slowestStage',
+    meaning: "A file transfer's slowest stage of source disk, network (memory to memory: the same flows, in the same job, without files) and sink disk, and the transfer's rate as a share of the memory-to-memory rate.",
+    unit: 'ratio', display: PERCENT, better: 'higher', domain: POSITIVE,
+    kinds: ['stream'], engines: BOTH,
+    computed: "Per file point and leg, the lowest mean over the point's runs of the source disk's read rate, the memory point's bitsPerSecond and the sink disk's write rate; transferShare is the file point's mean bitsPerSecond over the memory point's.",
+    reference: { kind: 'bare-tool', against: "a sink on a loop device throttled to 5 MiB/s (blkio) and a source on one throttled to 20 MiB/s: the sink disk named, its rate within 10% of dd's into the same directory from the same cgroup, memory to memory in the same job far above", test: LAB_DISK, case: 'names the sink disk' },
+    answers: {
+      zero: 'Null while a stage the point has was not measured (no memory point, a failed probe); transferShare null without a memory point.',
+      directions: 'Per leg: a bidir point has a stage line per direction.',
+      flows: 'Per leg; several flows share the hosts\' disks and the network, as they did in the runs.',
+      stall: 'The means of the runs that succeeded.',
+      wire: 'Payload rates against file rates: both bytes of data, no headers.',
+    },
+    fields: ['Report.stages[].transferShare'],
+  },
   {
     name: 'tcpTimes',
     meaning: "A TCP sender's TCP_INFO chronograph, summed over its connections: seconds it had data to send, and of those the seconds the receiver's window or its own send buffer held it back.",
@@ -868,7 +934,7 @@ export const NOT_FIGURES: readonly { fields: readonly string[]; why: string }[] 
   { fields: changeFields(['series.flowIndex', 'before.runs', 'after.runs']), why: "a change point's series (which flow) and how many runs lie on each side of it" },
   { fields: ['**.point.*', '**.point.rate.*'], why: "a sweep point: the run's settings (bufferLength, packetSize, rate...), as given" },
   { fields: ['Report.factorials[].runs', 'Report.factorials[].degreesOfFreedom', 'Report.factorials[].cells[].n'], why: "how many runs a factorial's cells and pooled variance have: counted from its runs" },
-  { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow', 'Report.mlrSearches[].latency[].goal', 'Report.mlrSearches[].latency[].runIndex', 'Report.mlrSearches[].latency[].flows[].flow'], why: 'an index: which flow, run, goal or attempt' },
+  { fields: ['FlowResult.flowIndex', 'RunSummary.flows[].flowIndex', 'Report.points[].flows[].flowIndex', 'RunSummary.index', 'Report.failedRuns[].index', 'Report.failedRuns[].repetition', 'Report.searches[].trials[].runIndex', 'Report.mlrSearches[].trials[].runIndex', 'Report.mlrSearches[].trials[].goal', 'Report.mlrSearches[].trials[].attempt', 'Report.mlrSearches[].trials[].void[].flow', 'Report.mlrSearches[].limit.void[].flow', 'Report.mlrSearches[].latency[].goal', 'Report.mlrSearches[].latency[].runIndex', 'Report.mlrSearches[].latency[].flows[].flow', 'Report.stages[].flowIndex'], why: 'an index: which flow, run, goal or attempt' },
   { fields: ['FlowResult.rr.requestSize', 'FlowResult.rr.responseSize', 'FlowResult.probe.intervalSeconds', 'FlowResult.probe.packetSize', 'Report.searches[].packetSize', 'Report.searches[].allowedLossRatio', 'Report.mlrSearches[].packetSize', 'Report.mlrSearches[].goals[].goal.*', 'Report.mlrSearches[].trials[].packetsPerSecond', 'Report.mlrSearches[].trials[].duration', 'Report.mlrSearches[].limit.packetsPerSecond', 'Report.mlrSearches[].limit.duration', 'Report.mlrSearches[].limit.attempts', 'Report.mlrSearches[].latency[].fraction', 'Comparison.minChangePercent', 'Comparison.minChange', 'Comparison.searches[].lossRatio', 'Comparison.searches[].exceedRatio', 'Comparison.metrics[].minChange', 'Comparison.correction.alpha'], why: 'a setting of the job or of the comparison, echoed' },
   { fields: ['FlowResult.diagnostics.*.port', 'FlowResult.diagnostics.*.environment.*', 'FlowResult.diagnostics.*.environment.rings.*', 'FlowResult.diagnostics.*.environment.channels.*', 'FlowResult.diagnostics.*.tuning.*', 'FlowResult.diagnostics.*.tuning.ethtool.*', 'FlowResult.diagnostics.*.socketBuffers.*'], why: "an end's context as read (port, MTU, link speed, buffer limits, ring sizes and channel counts, effective socket buffers) or its tuning as applied" },
   { fields: ['FlowResult.diagnostics.*.host.interfaceStatistics.*', 'FlowResult.diagnostics.*.host.ethtool.*', 'FlowResult.diagnostics.*.host.nicDrops.*', 'FlowResult.diagnostics.*.host.qdiscs[].*', 'FlowResult.diagnostics.*.host.softnet.*', 'FlowResult.diagnostics.*.host.softnet.perCpu[].*', 'FlowResult.diagnostics.*.host.udp.*', 'FlowResult.diagnostics.*.host.tcpExt.*', 'FlowResult.diagnostics.*.host.ip.*', 'FlowResult.diagnostics.*.host.ip6.*', 'Report.mlrSearches[].trials[].void[].drops', 'Report.mlrSearches[].limit.void[].drops'], why: 'a kernel counter delta over the run, as read (ethtool -S, tc -s, softnet_stat, /proc/net/snmp): the evidence lossPlaces and bottleneck are computed from' },

@@ -83,6 +83,8 @@ export const COLUMNS: readonly Column[] = [
   column('receiverCpuSeconds', 'receiver CPU', 'endCpuSeconds', (f) => f.receiver?.cpuSeconds),
   column('senderServiceDemand', 'sender service demand', 'serviceDemand', (f) => f.sender?.serviceDemand?.microsecondsPerKilobyte),
   column('receiverServiceDemand', 'receiver service demand', 'serviceDemand', (f) => f.receiver?.serviceDemand?.microsecondsPerKilobyte),
+  column('sourceDiskBitsPerSecond', 'source disk', 'diskReadBitsPerSecond', (f) => f.file?.source?.disk?.bitsPerSecond),
+  column('sinkDiskBitsPerSecond', 'sink disk', 'diskWriteBitsPerSecond', (f) => f.file?.sink?.disk?.bitsPerSecond),
 ];
 
 /** The column of a name, or undefined. */
