@@ -89,7 +89,7 @@ describe('file ends on loopback', () => {
     assert.equal(receiver.figures, null);
     assert.equal(receiver.error?.code, 'file_io', JSON.stringify(receiver.error));
     assert.match(receiver.error!.message, /writing the sink: ENOSPC/);
-    assert.notEqual(sender.error?.code, undefined, 'the sender did not finish its file as if it had been taken');
+    assert.notEqual(sender.error?.code, undefined, `the sender did not finish its file as if it had been taken: ${JSON.stringify(sender)}`);
   });
 
   test("the cache drop leaves none of the file's pages in the page cache (fincore), a file just written included", async () => {

@@ -35,7 +35,9 @@ export function pumpFile(socket: Socket, path: string, blockBytes: number, endAt
     let bytes = 0;
     let calls = 0;
     let endedAtEof = false;
+    let timeUp = false;
     const stop = setTimeout(() => {
+      timeUp = true;
       source.destroy();
       socket.end();
     }, Math.max(0, endAt - performance.now()));
@@ -64,7 +66,9 @@ export function pumpFile(socket: Socket, path: string, blockBytes: number, endAt
     socket.on('close', () => {
       clearTimeout(stop);
       source.destroy();
-      resolve({ bytes, calls, endedAtEof, info });
+      // A receiver that closed before the file's end or the run's (its sink failed) took only part of it.
+      if (!endedAtEof && !timeUp) reject(new EngineFailure('file_io', `the receiver closed the connection after ${bytes} bytes of the file, before its end`));
+      else resolve({ bytes, calls, endedAtEof, info });
     });
   });
 }
