@@ -98,6 +98,10 @@ test("a sender that never reaches a load is niclab's limit: the search stops, na
   const result = mlrSearchResults(job, runs)[0]!;
   assert.deepEqual([result.state, result.stoppedBy], ['could_not_conclude', 'void_trials']);
   assert.ok(result.limit && result.limit.packetsPerSecond > 30_000 && result.limit.attempts === 3, JSON.stringify(result.limit));
+  // A host other work shares may allow more: each input is then made up to 1 + maxVoidRepeats times.
+  const patient = spec({ maxVoidRepeats: 5 });
+  const more = mlrSearchResults(patient, drive(patient, (offered) => ({ lossRatio: 0, achieved: Math.min(offered, 30_000) })).runs)[0]!;
+  assert.equal(more.limit?.attempts, 6, JSON.stringify(more.limit));
   assert.ok(result.trials.every((t) => t.void.length > 0 || t.purpose === 'warmup'), 'no load above what the sender reached was classified');
   const outcome = strategyFor(job).outcome(new Map(runs.map((r) => [r.index, r])));
   assert.equal(outcome?.code, 'search_inconclusive');
@@ -126,7 +130,7 @@ test('a resumed search asks for exactly the trial that came next, duration inclu
 test('the spec: defaults shown in the stored job, goals checked as CSIT checks them, the binary search untouched', () => {
   const { spec: stored } = withMlrSearchDefaults(spec({ goals: [{ lossRatio: 0 }] }), []);
   assert.deepEqual(stored.search!.goals, [{ lossRatio: 0, exceedRatio: 0.5, finalTrialDuration: 4, durationSum: 21, width: 0.005, initialTrialDuration: 1 }]);
-  assert.deepEqual([stored.search!.warmupDuration, stored.search!.searchDurationMax], [1, 600]);
+  assert.deepEqual([stored.search!.warmupDuration, stored.search!.searchDurationMax, stored.search!.maxVoidRepeats], [1, 600, 2]);
   const fields = (s: JobSpec) => mlrSearchErrors(s).map((e) => e.field);
   assert.deepEqual(fields(spec()), []);
   assert.deepEqual(fields(spec({ goals: [{ lossRatio: 0, finalTrialDuration: 2, initialTrialDuration: 3 }] })), ['body.search.goals[0].finalTrialDuration']);

@@ -183,7 +183,7 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   const spec = { duration: 1, protocol: 'udp', udp: { packetSize: 200, rate: { packetsPerSecond: 100 } }, search: { algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, goals: [{ lossRatio: 0.2, ...goal }, { lossRatio: 0.5, ...goal }], latencyAt: [0.5] }, flows: [loop] };
   const job = await client.succeed(spec, 120_000);
   assert.deepEqual(job.spec.search, {
-    algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, warmupDuration: 1, searchDurationMax: 600,
+    algorithm: 'mlrsearch', min: { packetsPerSecond: 100 }, max: { packetsPerSecond: 500 }, warmupDuration: 1, searchDurationMax: 600, maxVoidRepeats: 2,
     goals: [0.2, 0.5].map((lossRatio) => ({ lossRatio, exceedRatio: 0.5, finalTrialDuration: 2, durationSum: 2, width: 0.005, initialTrialDuration: 1 })), latencyAt: [0.5],
   });
   const durations = job.runs.map((r: { duration: number }) => r.duration);

@@ -141,8 +141,8 @@ function drive(search: MlrSearch, measure: Measure, stopAfter = Infinity): Trial
   }
   return made;
 }
-const result = (input: TrialInput, sent: number, received: number, receiverSocketDrops = 0): TrialResult =>
-  ({ load: input.load, duration: input.duration, flows: [{ sent, received, receiverSocketDrops }] });
+const result = (input: TrialInput, sent: number, received: number, receiverSocketDrops = 0, late = 0): TrialResult =>
+  ({ load: input.load, duration: input.duration, flows: [{ sent, received, receiverSocketDrops, late }] });
 /** A shaper: nothing above `capacity` datagrams/s gets through, nothing below is lost. */
 const hard = (capacity: number): Measure => (input) => {
   const sent = Math.trunc(input.duration * input.load);
@@ -236,6 +236,11 @@ test("void trials: a sender short of 99.9% of the load over the whole trial, the
     ['sender at 99.95%', (i) => result(i, Math.floor(i.load * i.duration * 0.9995), Math.floor(i.load * i.duration * 0.9995)), null],
     ['one datagram dropped by the receiving socket', (i) => result(i, Math.trunc(i.load * i.duration), Math.trunc(i.load * i.duration) - 1, 1), 'receiver_socket_drops'],
     ['a failed run', (i) => ({ load: i.load, duration: i.duration, flows: [], error: 'agent lost' }), 'error'],
+    // A sender that caught up after a stall sent 40 datagrams late: a loss of up to 40 may be its burst's.
+    ['3 lost, 40 sent late', (i) => result(i, Math.trunc(i.load * i.duration), Math.trunc(i.load * i.duration) - 3, 0, 40), 'sender_late'],
+    ['40 lost, 40 sent late', (i) => result(i, Math.trunc(i.load * i.duration), Math.trunc(i.load * i.duration) - 40, 0, 40), 'sender_late'],
+    ['41 lost, 40 sent late: more than the burst can explain', (i) => result(i, Math.trunc(i.load * i.duration), Math.trunc(i.load * i.duration) - 41, 0, 40), null],
+    ['none lost, 40 sent late: the path held the burst', (i) => result(i, Math.trunc(i.load * i.duration), Math.trunc(i.load * i.duration), 0, 40), null],
   ];
   for (const [name, make, kind] of cases) {
     const search = new MlrSearch(config());
@@ -257,9 +262,12 @@ test("void trials: a sender short of 99.9% of the load over the whole trial, the
   const two = new MlrSearch(config({ goals: goalsOf(NDR_PDR) }));
   const first = two.next([])!;
   const full = Math.trunc(first.load * first.duration);
-  const flow = (sent: number) => ({ sent, received: sent, receiverSocketDrops: 0 });
+  const flow = (sent: number, received = sent, late = 0) => ({ sent, received, receiverSocketDrops: 0, late });
   const fanIn = two.outcome([{ load: first.load, duration: first.duration, flows: [flow(full), flow(full - 100)] }]);
   assert.deepEqual(fanIn.trials[0]!.void.map((r) => [r.kind, 'flow' in r ? r.flow : null]), [['sender_short', 1]], 'one short sender of two voids the trial');
+  // Two flows into one queue: one's late burst can cost the other its datagrams, so the counts are summed.
+  const shared = two.outcome([{ load: first.load, duration: first.duration, flows: [flow(full, full, 30), flow(full, full - 25)] }]);
+  assert.deepEqual(shared.trials[0]!.void, [{ kind: 'sender_late', lost: 25, late: 30 }], "one flow's late burst, the other's loss");
   const short = new MlrSearch(config());
   const made = drive(short, hard(44_000), 5);
   const asked = short.next(made)!;
@@ -361,7 +369,7 @@ function noisyPath(model: PathModel): (input: { load: number; duration: number }
     const capacity = model.capacity * (1 - Math.abs(normal() * model.sigma));
     const spikes = poisson(model.spikeRate * duration);
     const received = Math.max(0, Math.min(sent, Math.floor(capacity * duration)) - Math.round(spikes * model.spikeSeconds * load));
-    return { load, duration, flows: [{ sent, received, receiverSocketDrops: 0 }] };
+    return { load, duration, flows: [{ sent, received, receiverSocketDrops: 0, late: 0 }] };
   };
 }
 

@@ -100,6 +100,7 @@ function udpFigures(sender: EndReport | undefined, receiver: EndReport | undefin
   };
   if (sent?.targetPacketsPerSecond !== undefined) figures.targetPacketsPerSecond = sent.targetPacketsPerSecond;
   if (sent?.achievedPacketsPerSecond !== undefined) figures.achievedPacketsPerSecond = sent.achievedPacketsPerSecond;
+  if (sent?.lateDatagrams !== undefined) figures.lateDatagrams = sent.lateDatagrams;
   if (got?.arrivalTimes) figures.arrivalTimes = got.arrivalTimes;
   // Send times come from the sender's clock, arrivals from the receiver's: only one clock makes a delay.
   if (got?.oneWayDelaySeconds && sender?.bootId && sender.bootId === receiver?.bootId) figures.oneWayDelaySeconds = got.oneWayDelaySeconds;

@@ -989,6 +989,8 @@ export interface components {
             warmupDuration?: number;
             /** @description `mlrsearch`: trial-seconds per sweep point (void and warm-up trials included) after which the search stops unfinished (default 600). */
             searchDurationMax?: number;
+            /** @description `mlrsearch`: how many times a void trial (niclab's own limit: see VoidTrialReason) is made again at the same input before the search stops and says it could not conclude, naming the load (default 2). More suits a host other work shares, whose senders stall now and then. */
+            maxVoidRepeats?: number;
             /**
              * @description `mlrsearch`: latency at the loads that matter, as CSIT reports it. Once a point's
              *     search has ended, one run per fraction at that fraction of the PDR's Conditional
@@ -1199,16 +1201,20 @@ export interface components {
         /** @description Why a trial is void: niclab, not the path, limited it. */
         VoidTrialReason: {
             /**
-             * @description `sender_short`: a sender offered less than 99.9% of the Trial Load over the whole trial; `receiver_socket_drops`: the receiving host's own UDP sockets dropped datagrams (Udp RcvbufErrors); `error`: the run failed.
+             * @description `sender_short`: a sender offered less than 99.9% of the Trial Load over the whole trial; `sender_late`: the trial lost datagrams, but no more than its senders sent late (FlowResult.udp.lateDatagrams: in catch-up bursts after a stall), so the loss may be niclab's burst and not the path's; `receiver_socket_drops`: the receiving host's own UDP sockets dropped datagrams (Udp RcvbufErrors); `error`: the run failed.
              * @enum {string}
              */
-            kind: "sender_short" | "receiver_socket_drops" | "error";
+            kind: "sender_short" | "sender_late" | "receiver_socket_drops" | "error";
             /** @description The flow (leg, in the run's order) it concerns. */
             flow?: number;
             /** @description sender_short: datagrams sent / trial duration. */
             achievedPacketsPerSecond?: number;
             /** @description receiver_socket_drops: the RcvbufErrors delta. */
             drops?: number;
+            /** @description sender_late: the datagrams the trial lost, over all its flows. */
+            lost?: number;
+            /** @description sender_late: the datagrams its senders sent late, over all its flows. */
+            late?: number;
             why: string;
         };
         RepeatSummary: {
@@ -2075,6 +2081,14 @@ export interface components {
             targetPacketsPerSecond?: number;
             /** @description What the sender offered over the run: datagrams sent / duration. Below the target when the host could not keep up or the sender stalled, at any time in the run. */
             achievedPacketsPerSecond?: number;
+            /**
+             * @description Builtin engine's sender: the datagrams it sent more than 5 ms after they were due
+             *     (their time on the schedule), catching up after its process was off the CPU. A path's
+             *     queue holds them on top of the rate, so loss no larger than this count may be the
+             *     sender's own burst: an MLRsearch trial with such loss is void (`sender_late`).
+             *     Absent for iperf3, which does not say.
+             */
+            lateDatagrams?: number;
             /**
              * @description Arrival time minus the send time each datagram carries (builtin engine). Present only
              *     when both ends share one clock (the same kernel: one host, or namespaces of one host);

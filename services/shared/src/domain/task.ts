@@ -59,6 +59,8 @@ export interface EndUdp {
   sent?: number;
   targetPacketsPerSecond?: number;
   achievedPacketsPerSecond?: number;
+  /** Builtin sender: datagrams it sent more than LATE_MS after they were due (catching up after a stall). */
+  lateDatagrams?: number;
   received?: number;
   lost?: number;
   outOfOrder?: number;

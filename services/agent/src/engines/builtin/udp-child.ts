@@ -31,7 +31,7 @@ export interface UdpChildInput {
 export interface UdpChildResult {
   figures: EndFigures;
   intervals: Interval[];
-  udp: EndUdp & { targetPacketsPerSecond?: number; achievedPacketsPerSecond?: number };
+  udp: EndUdp & { targetPacketsPerSecond?: number; achievedPacketsPerSecond?: number; lateDatagrams?: number };
   socketBuffers: { sendBytes: number; receiveBytes: number };
 }
 
@@ -47,6 +47,12 @@ const CATCH_UP = 2;
 const WARM_TURNS = 200;
 /** The pacing timer's tick, ms (iperf3's --pacing-timer is 1000 µs). */
 const PACING_MS = 1;
+/**
+ * A datagram sent more than this long after it was due is late: it went in a catch-up burst
+ * (the sender was off the CPU), which a path's queue must hold on top of the rate. Five ticks of
+ * the pacing timer, so a timer that wakes a few ticks late on a busy host is not counted.
+ */
+const LATE_MS = 5;
 
 /** Send and read times in epoch µs on CLOCK_REALTIME, the clock of the kernel's receive timestamps. */
 const nowMicros = epochMicros;
@@ -430,6 +436,7 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
   // A turn sends at most TURN_MAX datagrams over all its streams.
   const perStream = Math.ceil(TURN_MAX / streams);
   let sent = 0;
+  let late = 0;
   let lastTurnAt = t0;
   let stoppedAt = t0;
   // iperf3's pacing: a timer wakes the sender every PACING_MS and it sends, in one burst per
@@ -445,11 +452,14 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
       const allowed = Math.ceil((CATCH_UP * (pps / streams) * Math.max(PACING_MS, now - lastTurnAt)) / 1000);
       lastTurnAt = now;
       let behind = false;
+      // The flow's datagrams due more than LATE_MS ago: any of them still to send goes late.
+      const overdue = Math.max(0, Math.floor(((now - t0 - LATE_MS) / 1000) * pps) + 1);
       for (let stream = 0; stream < streams; stream++) {
         const owed = schedule.share(due, stream) - schedule.sentBy(stream);
         // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.
         const count = Math.min(owed, allowed, perStream);
         const went = count > 0 && now < endAt ? sending.burst(stream, schedule.sentBy(stream), count) : 0;
+        late += Math.max(0, Math.min(went, schedule.share(overdue, stream) - schedule.sentBy(stream)));
         schedule.add(stream, went);
         sent += went;
         if (went === perStream && went < owed) behind = true;
@@ -488,7 +498,7 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
     figures: endFigures(sent * packetSize, realSeconds, cpuUsed, sent),
     intervals: [],
     // What it offered over the run's whole length: a sender that stalled, at any time, falls short.
-    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: sent / duration },
+    udp: { sent, targetPacketsPerSecond: pps, achievedPacketsPerSecond: sent / duration, lateDatagrams: late },
     socketBuffers,
   };
 }

@@ -60,7 +60,7 @@ export function configAt(spec: JobSpec, point: SweepPoint): MlrSearchConfig {
     maxLoad: udpPacketsPerSecond({ packetSize, rate: search.max! }),
     warmupDuration: search.warmupDuration ?? MLR_DEFAULTS.warmupDuration,
     searchDurationMax: search.searchDurationMax ?? MLR_DEFAULTS.searchDurationMax,
-    maxVoidRepeats: MLR_DEFAULTS.maxVoidRepeats,
+    maxVoidRepeats: search.maxVoidRepeats ?? MLR_DEFAULTS.maxVoidRepeats,
     durationQuantum: DURATION_QUANTUM,
     // Runs offer whole datagrams/s: a run at the asked load rounded is the trial asked.
     loadQuantum: 1,
@@ -94,7 +94,7 @@ export function mlrSearchErrors(spec: JobSpec): FieldError[] {
 /** The spec with its bounds and every goal's attributes filled in, so the stored job shows them. */
 export function withMlrSearchDefaults(spec: JobSpec, agents: Agent[]): { spec: JobSpec; errors: FieldError[] } {
   const search: SearchSpec = {
-    warmupDuration: MLR_DEFAULTS.warmupDuration, searchDurationMax: MLR_DEFAULTS.searchDurationMax, ...spec.search!,
+    warmupDuration: MLR_DEFAULTS.warmupDuration, searchDurationMax: MLR_DEFAULTS.searchDurationMax, maxVoidRepeats: MLR_DEFAULTS.maxVoidRepeats, ...spec.search!,
     goals: (spec.search!.goals ?? NDR_PDR).map((goal) => shownGoal(goalOf(spec, goal))),
   };
   return withSearchBounds({ ...spec, search }, agents);
@@ -113,6 +113,7 @@ export function trialOf(spec: JobSpec, run: Run): TrialResult {
       sent: flow.udp?.sent ?? 0,
       received: flow.udp?.received ?? 0,
       receiverSocketDrops: Math.max(0, flow.lossAttribution?.receiverSocketBuffer ?? 0),
+      late: flow.udp?.lateDatagrams ?? 0,
     })),
   };
 }
@@ -219,6 +220,8 @@ function voidReasonOf(reason: VoidReason): VoidTrialReason {
   switch (reason.kind) {
     case 'sender_short':
       return { kind: reason.kind, flow: reason.flow, achievedPacketsPerSecond: reason.achievedLoad, why: `flow ${reason.flow}'s sender offered ${reason.achievedLoad.toFixed(1)} of ${reason.intendedLoad.toFixed(1)} datagrams/s over the trial` };
+    case 'sender_late':
+      return { kind: reason.kind, lost: reason.lost, late: reason.late, why: `the trial lost ${reason.lost} datagrams and its senders sent ${reason.late} late (catching up after a stall): the loss may be their burst's, not the path's` };
     case 'receiver_socket_drops':
       return { kind: reason.kind, flow: reason.flow, drops: reason.drops, why: `flow ${reason.flow}'s receiving host dropped ${reason.drops} datagrams in its own sockets (Udp RcvbufErrors)` };
     case 'error':

@@ -293,7 +293,7 @@ export const FIGURES: readonly Figure[] = [
       stall: 'Datagrams the sender never sent are not lost: they are missing from sent (see achievedPacketsPerSecond).',
       wire: 'Datagrams; one lost fragment loses its whole datagram.',
     },
-    fields: ['FlowResult.udp.lost', 'Report.searches[].trials[].flows[].lost'],
+    fields: ['FlowResult.udp.lost', 'Report.searches[].trials[].flows[].lost', 'Report.mlrSearches[].trials[].void[].lost', 'Report.mlrSearches[].limit.void[].lost'],
   },
   {
     name: 'udpLossRatio',
@@ -378,6 +378,22 @@ export const FIGURES: readonly Figure[] = [
       wire: 'Datagrams.',
     },
     fields: ['FlowResult.udp.achievedPacketsPerSecond', 'Report.searches[].trials[].flows[].achievedPacketsPerSecond', 'Report.mlrSearches[].trials[].void[].achievedPacketsPerSecond', 'Report.mlrSearches[].limit.void[].achievedPacketsPerSecond'],
+  },
+  {
+    name: 'lateDatagrams',
+    meaning: 'Datagrams the sender sent more than 5 ms after they were due: the catch-up bursts of a sender that was off the CPU, which a queue on the path holds on top of the rate.',
+    unit: 'datagrams', display: WHOLE('datagrams'), better: 'lower', domain: COUNT,
+    kinds: ['stream'], engines: BUILTIN,
+    computed: "Counted by the builtin sender as it sends: a datagram's due time is its index / the rate from the first datagram; one sent after due + 5 ms is late. An MLRsearch trial that lost datagrams, no more than its flows' late ones summed, is void (sender_late): the loss may be the burst's.",
+    reference: { kind: 'closed-form', against: 'a sender stopped (SIGSTOP) for S s mid-run, timed by the test: at least rate × (S − 5 ms) datagrams late, and at most rate × 2S (it catches up at twice the rate), all of them sent', test: 'test/e2e/udp-sender.test.ts', case: 'a builtin UDP sender stopped mid-run catches up' },
+    answers: {
+      zero: '0 on a sender that kept its schedule (the same test, unstopped).',
+      directions: "Each leg's sender.",
+      flows: "Over all the leg's streams; an MLRsearch trial sums its flows' (one flow's burst can cost another its datagrams in a shared queue).",
+      stall: 'What the stall put late: a stall through the run’s end leaves those datagrams unsent (achievedPacketsPerSecond), not late.',
+      wire: 'Datagrams.',
+    },
+    fields: ['FlowResult.udp.lateDatagrams', 'Report.mlrSearches[].trials[].void[].late', 'Report.mlrSearches[].limit.void[].late'],
   },
   // ---- Request/response (netperf TCP_RR) -------------------------------------------------
   {

@@ -28,6 +28,8 @@ export interface FlowCounts {
   received: number;
   /** The receiving host's UdpRcvbufErrors delta over the trial: datagrams its own socket dropped. */
   receiverSocketDrops: number;
+  /** Datagrams the sender sent late, in catch-up bursts after a stall (0 where the engine does not say). */
+  late: number;
 }
 
 /** What the Measurer reports for one trial. */
@@ -47,6 +49,7 @@ export interface TrialResult {
 /** Why a trial is void: niclab, not the path, limited it. */
 export type VoidReason =
   | { kind: 'sender_short'; flow: number; achievedLoad: number; intendedLoad: number }
+  | { kind: 'sender_late'; lost: number; late: number }
   | { kind: 'receiver_socket_drops'; flow: number; drops: number }
   | { kind: 'error'; message: string };
 
@@ -67,6 +70,12 @@ export function voidReasons(trial: TrialResult): VoidReason[] {
     if (flow.sent + 1 < trial.load * trial.duration * SENDER_FLOOR) reasons.push({ kind: 'sender_short', flow: index, achievedLoad: achieved, intendedLoad: trial.load });
     if (flow.receiverSocketDrops > 0) reasons.push({ kind: 'receiver_socket_drops', flow: index, drops: flow.receiverSocketDrops });
   });
+  // Datagrams sent late went in catch-up bursts that the path's queue held on top of the rate;
+  // a loss no larger than their count may be those bursts' and not the path's. Over all flows:
+  // one flow's burst can overflow a queue the others share.
+  const lost = trial.flows.reduce((sum, f) => sum + Math.max(0, f.sent - f.received), 0);
+  const late = trial.flows.reduce((sum, f) => sum + f.late, 0);
+  if (lost > 0 && lost <= late) reasons.push({ kind: 'sender_late', lost, late });
   return reasons;
 }
 
