@@ -91,7 +91,7 @@ describe('rate search on a shaped lab link', { skip: NOT_ROOT }, () => {
         udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } },
         // This host runs other test files beside this one: a sender they keep off the CPU for
         // longer than the shaper's queue makes void trials (sender_late), each made again.
-        search: { algorithm: 'mlrsearch', min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) }, goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }], latencyAt: [0.1, 0.5, 0.9], maxVoidRepeats: 6 },
+        search: { algorithm: 'mlrsearch', min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) }, goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }], latencyAt: [0.1, 0.5, 0.9], maxVoidRepeats: 10 },
         flows: [flow('A', 'B')],
       }, 600_000), 50);
     })().finally(() => server?.pid && process.kill(server.pid, 'SIGTERM'));
