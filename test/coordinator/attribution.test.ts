@@ -205,6 +205,26 @@ test('a TCP leg that nothing at either end limited, at a steady rate the congest
   assert.equal(judgeBottleneck({ ...tour, receiver: end(host({ core: 1, wait: 0.6 }), 0.5) })!.verdict, 'receiver CPU');
 });
 
+test("a TCP end whose engine, with its core's softirq work and its wait, took a whole core: that end's CPU, not none", () => {
+  // The builtin TCP stream on unshaped veth (a lab run, 128 KiB writes): its sender used 80% of a
+  // core, waited for one 8% of the run, and the softirq work on its core (it ran there most of the
+  // run) took 24%: its core was full, so the rate was niclab's. Below 90% on its own, it was none.
+  const steadyVeth = samples([14_300, 14_400, 14_500, 14_400]);
+  const full = host({ core: 0.78, wait: 0.08, busiest: { cpu: 0, busy: 0.81, softirq: 0.24, engine: true } });
+  const veth = judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 0, intervals: steadyVeth, sender: end(full, 0.8 * 5, times(4.9)), receiver: end(host({ core: 0.8, wait: 0.1 }), 0.6 * 5) })!;
+  assert.equal(veth.verdict, 'sender CPU', veth.reason);
+  assert.match(veth.reason, /the engine used 80% of a core, .*the engine waited for a CPU 8% of the run, the busiest CPU, cpu0, was 81% busy \(24% softirq\)/);
+  // The same at the receiving end.
+  const atReceiver = judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 0, intervals: steadyVeth, sender: end(host({ core: 0.5, wait: 0.05 }), 0.5 * 5, times(4.9)), receiver: end(full, 0.8 * 5) })!;
+  assert.equal(atReceiver.verdict, 'receiver CPU', atReceiver.reason);
+  // Softirq on a core the engine did not run on most of the run, or beside an engine under half a
+  // core (a light TCP sender behind a shaper), is not that engine's limit.
+  const elsewhere = host({ core: 0.78, wait: 0.08, busiest: { cpu: 0, busy: 0.81, softirq: 0.24, engine: false } });
+  assert.notEqual(judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 0, intervals: steadyVeth, sender: end(elsewhere, 0.8 * 5, times(4.9)), receiver: end(host({ core: 0.5 }), 0.4 * 5) })!.verdict, 'sender CPU');
+  const light = host({ core: 0.9, wait: 0.1, busiest: { cpu: 0, busy: 0.95, softirq: 0.6, engine: true } });
+  assert.notEqual(judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 0, intervals: steadyVeth, sender: end(light, 0.3 * 5, times(4.9)), receiver: end(host({ core: 0.5 }), 0.4 * 5) })!.verdict, 'sender CPU');
+});
+
 test('overlapped or missing counters: the verdict says so and is not confident', () => {
   const b = judgeBottleneck({ udp: udp(100, 50), bitsPerSecond: 1, retransmits: null, sender: end(host()), receiver: end(host({ udp: { RcvbufErrors: 50 }, overlapped: true })) })!;
   assert.equal(b.confident, false);
