@@ -227,20 +227,22 @@ export const busiestBy = (b: Busiest, engineShare: number | null): 'softirq' | '
   return b.engine && engineShare !== null && engineShare >= (b.busy - b.softirq) / 2 ? 'the engine' : 'another task';
 };
 /**
- * The share of its core the kernel's softirq work took beside an engine that used at least
- * ENGINE_HEADROOM of a core itself: the busiest CPU's softirq when the engine ran there most of
- * the run (the kernel charges that time to no process). 0 otherwise: a light engine on a core
- * busy with other traffic's packets is not what limited its run.
+ * The engine's core was full and the engine the main user of it: the busiest CPU, where the
+ * engine ran most of the run, at least CPU_BUSY busy (its softirq work and any other task's
+ * included), and the engine's own share of a core at least ENGINE_HEADROOM. The engine's CPU
+ * alone can stay under CPU_BUSY while its core is full: the kernel's packet work runs there as
+ * softirq (charged to whichever task it interrupts, or to none), and an engine that waited for
+ * its share of a core does not show the wait as its own time. The core's busy share is the union
+ * of all of these, so nothing is counted twice. A light engine (a TCP sender behind a shaper at
+ * 1-4% of a core) on a busy core is not what limited its run.
  */
-const coreSoftirq = (c: ReturnType<typeof cpu>) => (c.busiest?.engine && (c.engine ?? 0) >= ENGINE_HEADROOM ? c.busiest.softirq : 0);
+const fullCore = (c: ReturnType<typeof cpu>) => !!c.busiest?.engine && c.busiest.busy >= CPU_BUSY && (c.engine ?? 0) >= ENGINE_HEADROOM;
 /**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
- * waited is a CPU-bound engine sharing its core. Used, waited and the softirq work on its own
- * core together count: the builtin TCP stream on unshaped veth used 80% of a core, waited 8% and
- * its core's softirq took 24% (the rest of that core), its rate niclab's and not the path's.
+ * waited is a CPU-bound engine sharing its core; or its core was full, mostly with it (fullCore).
  */
-const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) + coreSoftirq(c) >= CPU_BUSY;
+const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY || fullCore(c);
 /** A receiver's engine that waited a quarter of its run and CPU_STARVED times as long as it ran (both measured). */
 const starved = (c: ReturnType<typeof cpu>) => c.engine !== null && c.wait !== null && c.wait >= CPU_WAIT / 2 && c.wait >= CPU_STARVED * c.engine;
 /** A UDP sender that offered less than RATE_SHORTFALL of its rate over the run. */
