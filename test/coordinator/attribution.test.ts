@@ -141,6 +141,9 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 30 } })), receiver: end(clean) })!.verdict, 'link');
   assert.equal(judgeBottleneck({ udp: null, bitsPerSecond: 95e6, retransmits: 3, sender: end(clean, 0.5, { environment: { kernel: 'k', driver: null, firmware: null, mtu: 1500, speedBitsPerSecond: 1e8, rmemMax: 1, wmemMax: 1 } }), receiver: end(clean) })!.verdict, 'link');
   assert.equal(judgeBottleneck({ udp: null, bitsPerSecond: 1e6, retransmits: 3, sender: end(clean), receiver: end(clean, 4.8) })!.verdict, 'receiver CPU');
+  // veth reports 10 Gbit/s and carried 14.4 (a lab run, before the full-core rule): a speed the payload passed was no limit.
+  const nominal = judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 3, sender: end(clean, 0.5, { environment: { kernel: 'k', driver: 'veth', firmware: null, mtu: 1500, speedBitsPerSecond: 1e10, rmemMax: 1, wmemMax: 1 } }), receiver: end(clean) })!;
+  assert.notEqual(nominal.verdict, 'link', nominal.reason);
 });
 
 test('a TCP leg: its retransmits beside the drops each place counted, as context', () => {

@@ -868,6 +868,15 @@ export const MUTANTS: Mutant[] = [
     pattern: 'core that was full',
   },
   {
+    id: 'link-speed-passed',
+    what: "a veth path that carried 14.4 Gbit/s is judged limited by its nominal 10 Gbit/s link speed",
+    file: ATTRIBUTION,
+    from: ' && leg.bitsPerSecond <= speed) {',
+    to: ') {',
+    tests: ['test/coordinator/attribution.test.ts'],
+    pattern: 'verdicts: each place',
+  },
+  {
     id: 'path-unsteady',
     what: 'a TCP run whose rate varied (a CPU-starved veth path) is judged path-limited all the same',
     file: ATTRIBUTION,
