@@ -45,13 +45,25 @@ export interface Metrics {
 
 export function createMetrics(sources: MetricsSources): Metrics {
   const { store, metricStore, agents, leases, jobsQueue, changes, retention } = sources;
-  let estimate: { at: number; value: Promise<RetentionEstimate | null> } | null = null;
-  const retentionEstimate = () => {
-    if (!retention) return Promise.resolve(null);
-    if (!estimate || Date.now() - estimate.at > RETENTION_ESTIMATE_MS) {
-      estimate = { at: Date.now(), value: estimateRetention(retention.redis, retention.keys, retention.settings, AGENT_QUEUE_EVENTS).catch(() => null) };
-    }
-    return estimate.value;
+  // Off the scrape's path: a scrape takes the last estimate and, when it is a minute old, starts
+  // the next (a few dozen MEMORY USAGE reads); only the replica's first scrape waits for one.
+  // Estimated in the scrape, it made the p99 of 30 scrapes 379-412 ms against p50 37-94 ms.
+  let estimate: { at: number; last: RetentionEstimate | null; next: Promise<RetentionEstimate | null> | null } = { at: 0, last: null, next: null };
+  const refresh = () => {
+    if (!retention || estimate.next) return;
+    estimate.at = Date.now();
+    estimate.next = estimateRetention(retention.redis, retention.keys, retention.settings, AGENT_QUEUE_EVENTS)
+      .catch(() => null)
+      .then((value) => {
+        estimate = { ...estimate, last: value ?? estimate.last, next: null };
+        return value;
+      });
+  };
+  refresh();
+  const retentionEstimate = async () => {
+    if (!retention) return null;
+    if (Date.now() - estimate.at > RETENTION_ESTIMATE_MS) refresh();
+    return estimate.last ?? (await estimate.next);
   };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
