@@ -30,6 +30,11 @@ export const SERIAL: Record<string, string> = {
   // tbf and it places a 10% step between two of them: in the concurrent tier a fresh-clone run
   // found the step two runs before the cut (run 10, the cut after 12).
   'test/lab/changes.test.ts': "a 10% step in a shaped rate, placed between the right two runs",
+  // The MLRsearch's NDR is lost to one datagram: beside the concurrent tier (load 12) its
+  // sender's catch-up bursts after stalls made void trials (sender_late), one load eleven times
+  // in a row, and the search stopped without an answer; before that rule they made a wrong NDR
+  // (0.86 of the shaper). The binary searches stay in their own lane (test/lab/search.test.ts).
+  'test/lab/mlrsearch.test.ts': "an MLRsearch's NDR and PDR against what a 20 Mbit/s tbf carries, and bare iperf3 at 1% steps",
   'test/engines/builtin-udp.test.ts': 'receiver drops and achieved rate on loopback',
   'test/engines/probe-loopback.test.ts': "the probe's idle round trip against ping's and irtt's, within 0.05 ms",
   // Not a ratio, but the podman build takes both cores for minutes: in the concurrent tier a lab
@@ -86,17 +91,16 @@ export const WAITING: Record<string, string> = {
  * that lane's core idle for five minutes, and the machine 25% idle over the tier.
  */
 export const OWN_LANE: Record<string, string> = {
-  'test/lab/search.test.ts': "49 CPU-s in 313 s: a rate search's trials through a 20 Mbit/s tbf",
+  'test/lab/search.test.ts': "49 CPU-s in 313 s (with the MLRsearch, since moved): binary searches' trials through a 20 Mbit/s tbf",
 };
 
 /**
- * The nice value an own lane's file runs at, its processes with it (root only). The rate
- * search's NDR is lost to one datagram: a sender the lanes beside it keep off the CPU for
- * longer than the shaper's 56 ms queue catches up in a burst the queue cannot hold, and the
- * trial is void (sender_late) and made again. A fresh-clone run before that rule found an NDR of
- * 0.86 of the shaper. It helps a little, no more: a 1 ms timer loop at load 6 woke up to 77 ms
- * late at nice -10 (p99.9 36 ms, against 66 and 50 at nice 0); SCHED_FIFO held it under 3 ms,
- * but a real-time process tree that spins starves its own core (an agent did, in a trial). The
- * file uses a core's 17%, so the lanes lose little.
+ * The nice value an own lane's file runs at, its processes with it (root only). The binary
+ * searches' PDR is a rate through a 20 Mbit/s tbf: a sender the lanes beside it keep off the
+ * CPU for longer than the shaper's 56 ms queue catches up in a burst the queue cannot hold. The
+ * priority helps a little, no more: a 1 ms timer loop at load 6 woke up to 77 ms late at nice
+ * -10 (p99.9 36 ms, against 66 and 50 at nice 0); SCHED_FIFO held it under 3 ms, but a
+ * real-time process tree whose agent spun starved its core, so it is not used. The MLRsearch,
+ * whose NDR is lost to one datagram, went to the serial tier for that (test/lab/mlrsearch.test.ts).
  */
 export const OWN_LANE_NICE = -10;

@@ -11,7 +11,7 @@ import { buildReport, reportTable } from '@niclab/shared/domain/report';
  * The MLRsearch campaign as the coordinator drives it (strategy.next until null), against
  * paths whose loss is a known function of the offered rate, so every figure has a closed form.
  * The search's own classification is test/shared/mlrsearch.test.ts; a real path is the lab's
- * (test/lab/search.test.ts).
+ * (test/lab/mlrsearch.test.ts).
  */
 const flow = { from: { agent: 'A', interface: 'eth1' }, to: { agent: 'B', interface: 'eth1' } };
 const spec = (search: Partial<NonNullable<JobSpec['search']>> = {}, extra: Partial<JobSpec> = {}): JobSpec =>

@@ -17,9 +17,11 @@ export interface FaultStack {
  * while the API stays up to watch; the agents are online when this returns.
  */
 export async function startFaultStack(agentIds: string[]): Promise<FaultStack> {
+  // A setup allowance of 6 s (a receiver gets half): at 3, a receiver beside the concurrent
+  // tier at load 12 took more than its 1.5 s to start, and the run failed before the kill.
   const redis = await startTestRedis();
   const port = await freePort();
-  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '3' };
+  const env = { REDIS_URL: redis.url, NICLAB_PREFIX: uniquePrefix(), NICLAB_PORT: String(port), NICLAB_HEARTBEAT_SECONDS: '1', NICLAB_SETUP_SECONDS: '6' };
   const processes = [spawnNiclab(['api', '--no-coordinator'], env), ...agentIds.map((id) => spawnNiclab(['agent', '--id', id], env))];
   const client = new ApiClient(`http://127.0.0.1:${port}`);
   const stop = async () => {
