@@ -11,10 +11,6 @@ import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Leases } from '@niclab/shared/stores/leases';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type MetricStore } from '@niclab/shared/stores/metric-store';
-import type { Redis } from 'ioredis';
-import type { Config } from '@niclab/shared/runtime/config';
-import { AGENT_QUEUE_EVENTS, type Keys } from '@niclab/shared/stores/keys';
-import { estimateRetention, type RetentionEstimate } from '@niclab/shared/stores/retention-estimate';
 import { Exposition } from './exposition.js';
 import { FLEET_FAMILIES, JOB_STATUSES, QUEUE_STATES, type Link, type Snapshot } from './metric-families.js';
 
@@ -26,12 +22,7 @@ export interface MetricsSources {
   leases: Leases;
   jobsQueue: Queue;
   changes: ChangeStore;
-  /** What /metrics's retention estimate reads: Redis and the retention settings. */
-  retention?: { redis: Redis; keys: Keys; settings: Pick<Config, 'retentionDays' | 'retentionJobs' | 'resultsRetentionDays'> };
 }
-
-/** How long a retention estimate (a few dozen MEMORY USAGE reads) serves scrapes. */
-const RETENTION_ESTIMATE_MS = 60_000;
 
 export interface Metrics {
   registry: Registry;
@@ -44,27 +35,7 @@ export interface Metrics {
 }
 
 export function createMetrics(sources: MetricsSources): Metrics {
-  const { store, metricStore, agents, leases, jobsQueue, changes, retention } = sources;
-  // Off the scrape's path: a scrape takes the last estimate and, when it is a minute old, starts
-  // the next (a few dozen MEMORY USAGE reads); only the replica's first scrape waits for one.
-  // Estimated in the scrape, it made the p99 of 30 scrapes 379-412 ms against p50 37-94 ms.
-  let estimate: { at: number; last: RetentionEstimate | null; next: Promise<RetentionEstimate | null> | null } = { at: 0, last: null, next: null };
-  const refresh = () => {
-    if (!retention || estimate.next) return;
-    estimate.at = Date.now();
-    estimate.next = estimateRetention(retention.redis, retention.keys, retention.settings, AGENT_QUEUE_EVENTS)
-      .catch(() => null)
-      .then((value) => {
-        estimate = { ...estimate, last: value ?? estimate.last, next: null };
-        return value;
-      });
-  };
-  refresh();
-  const retentionEstimate = async () => {
-    if (!retention) return null;
-    if (Date.now() - estimate.at > RETENTION_ESTIMATE_MS) refresh();
-    return estimate.last ?? (await estimate.next);
-  };
+  const { store, metricStore, agents, leases, jobsQueue, changes } = sources;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
@@ -84,15 +55,14 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // Three round trips, whatever the fleet: the agents' ids, then their records (with everything
   // else beside them), then their leases.
   const read = async (): Promise<Snapshot> => {
-    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms, changeList, retentionNow] = await Promise.all([
+    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms, changeList] = await Promise.all([
       metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), metricStore.counts('firings'), jobsQueue.getJobCounts(...QUEUE_STATES),
       store.countByStatus(JOB_STATUSES),
       Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
       changes.forMetrics(),
-      retentionEstimate(),
     ]);
     const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
-    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList, retention: retentionNow };
+    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList };
   };
   const requests = new Histogram({
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',
