@@ -561,7 +561,7 @@ export const FIGURES: readonly Figure[] = [
       directions: "Each leg's own; a bidir matrix cell takes the worse leg's verdict with that leg's loss.",
       flows: 'Per leg; not confident when another leg shared a host.',
       stall: 'A sender short of its offered rate with a busy CPU: sender CPU.',
-      wire: 'Link speed compares payload throughput with the slower interface speed at 90%, up to that speed (a payload past it says the speed is nominal, as veth\'s 10 Gbit/s).',
+      wire: 'Link speed compares payload throughput with the slower interface speed at 90%.',
     },
     fields: ['FlowResult.bottleneck.evidence.*', 'MatrixCell.bottleneck.runs', 'Report.matrix[].cells[][].bottleneck.runs'],
     metrics: ['niclab_link_bottleneck'],
