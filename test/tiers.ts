@@ -76,8 +76,8 @@ export const WAITING: Record<string, string> = {
   'test/faults/agent-cut-off.test.ts': "14 CPU-s in 27 s: a relay cut for longer than the agent's 5 s task lock",
   'test/faults/agent-term.test.ts': '10 CPU-s in 19 s: an agent draining its run after SIGTERM',
   'test/coordinator/mlr-search.test.ts': "5 CPU-s in 13 s: an MLRsearch's trials on loopback",
-  // Its 10 s bound on the refusal is a timing, but one Sentinel's timers set (down-after 1 s,
-  // measured 4.4-7.2 s, alone and at load 9-12), not the CPU; the freeze's 17 s are the
+  // Its 10 s bound on the refusal is a timing, but one Sentinel's timers set (down-after 2 s:
+  // 7.4-8.7 s in the last fresh-clone run; 4.4-7.2 s at 1 s), not the CPU; the freeze's 17 s are the
   // sentinels demoting the woken master.
   'test/faults/sentinel-failover.test.ts': '34 CPU-s in 70 s: two Sentinel failovers under two APIs and six agents, 36 + 12 jobs',
   'test/faults/sentinel.test.ts': "2 CPU-s in 23 s: two Sentinel sets' failovers (down-after 1 s) under 40 and 20 connections",
