@@ -394,6 +394,11 @@ class Schedule {
     this.sent = new Array<number>(streams).fill(0);
   }
 
+  /** How many of the flow's datagrams are due `ms` after its start (the first at 0; none before it). */
+  dueBy(ms: number): number {
+    return Math.min(this.total, Math.max(0, Math.floor((ms / 1000) * this.pps) + 1));
+  }
+
   /** Of the flow's first `count` datagrams, how many are `stream`'s. */
   share(count: number, stream: number): number {
     return Math.max(0, Math.ceil((count - stream) / this.streams));
@@ -446,14 +451,14 @@ async function sendData(input: UdpChildInput, send: Send): Promise<UdpChildResul
   await new Promise<void>((resolve) => {
     const turn = () => {
       const now = performance.now();
-      const due = Math.min(total, Math.floor(((now - t0 + PACING_MS / 2) / 1000) * pps) + 1);
+      const due = schedule.dueBy(now - t0 + PACING_MS / 2);
       // A sender that was off the CPU catches up at most CATCH_UP times the rate, not in one
       // burst that its receiver's socket (or a shaper) cannot hold.
       const allowed = Math.ceil((CATCH_UP * (pps / streams) * Math.max(PACING_MS, now - lastTurnAt)) / 1000);
       lastTurnAt = now;
       let behind = false;
       // The flow's datagrams due more than LATE_MS ago: any of them still to send goes late.
-      const overdue = Math.max(0, Math.floor(((now - t0 - LATE_MS) / 1000) * pps) + 1);
+      const overdue = schedule.dueBy(now - t0 - LATE_MS);
       for (let stream = 0; stream < streams; stream++) {
         const owed = schedule.share(due, stream) - schedule.sentBy(stream);
         // A turn is bounded, so a sender that fell behind still stops on time and lets callbacks run.

@@ -73,17 +73,19 @@ export function voidReasons(trial: TrialResult): VoidReason[] {
   // Datagrams sent late went in catch-up bursts that the path's queue held on top of the rate;
   // a loss no larger than their count may be those bursts' and not the path's. Over all flows:
   // one flow's burst can overflow a queue the others share.
-  const lost = trial.flows.reduce((sum, f) => sum + Math.max(0, f.sent - f.received), 0);
+  const lost = trialLost(trial);
   const late = trial.flows.reduce((sum, f) => sum + f.late, 0);
   if (lost > 0 && lost <= late) reasons.push({ kind: 'sender_late', lost, late });
   return reasons;
 }
 
+/** Datagrams sent and never received, over all flows (a flow's duplicates never make it negative). */
+const trialLost = (trial: TrialResult) => trial.flows.reduce((sum, f) => sum + Math.max(0, f.sent - f.received), 0);
+
 /** Trial Loss Ratio (§4.6.2): datagrams lost over datagrams sent, over all flows (the draft's aggregate counts). */
 export function trialLossRatio(trial: TrialResult): number {
   const sent = trial.flows.reduce((sum, f) => sum + f.sent, 0);
-  const lost = trial.flows.reduce((sum, f) => sum + Math.max(0, f.sent - f.received), 0);
-  return sent > 0 ? lost / sent : 1;
+  return sent > 0 ? trialLost(trial) / sent : 1;
 }
 
 export const effectiveDuration = (trial: TrialResult) => trial.effectiveDuration ?? trial.duration;
