@@ -209,7 +209,9 @@ test('an MLRsearch through the API: goals stored with their defaults, each trial
   assert.deepEqual([job.runs.length, latencyRun.latencyAt, latencyRun.duration, latencyRun.point.rate.packetsPerSecond], [trials.length + 1, 0.5, 2, Math.round(ct / 2)]);
   assert.deepEqual([latency.status, latency.goal, latency.runIndex, latency.packetsPerSecond], ['succeeded', 1, latencyRun.index, Math.round(ct / 2)]);
   const probe = latencyRun.flows.find((f: { flowIndex: number }) => f.flowIndex === 1).probe;
-  assert.ok(probe.loaded.received >= 150, `the probe every 10 ms for 2 s: ${probe.loaded.received} came back`);
+  // Its slots are what is left of the 2 s after its start (a loaded CI machine started one 0.7 s
+  // late: 128 slots), so the check is that it ran and what it sent came back, not a count of 200.
+  assert.ok(probe.loaded.sent >= 50 && probe.loaded.received >= 0.95 * probe.loaded.sent, `the probe every 10 ms for 2 s: ${probe.loaded.received} of ${probe.loaded.sent} came back`);
   assert.deepEqual(latency.flows[0].rttSeconds, probe.loaded.rttSeconds);
   assert.ok(latency.flows[0].rttSeconds.p50 > 0 && latency.flows[0].rttSeconds.p50 < 0.005, JSON.stringify(latency.flows[0]));
   assert.ok(Math.abs(latency.flows[0].achievedPacketsPerSecond / latency.packetsPerSecond - 1) <= 0.02, JSON.stringify(latency.flows[0]));

@@ -113,59 +113,68 @@ function testCandidate(candidate: Candidate, series: readonly number[], interval
  * a term whose denominator is 0 counting as 0.
  */
 class PairDistances {
-  /** prefix[i][j] = Σ_{i' < i, j' < j} |z_i' − z_j'|. */
-  private readonly prefix: Float64Array[];
+  /** prefix[i · width + j] = Σ_{i' < i, j' < j} |z_i' − z_j'|, one flat array (width n + 1). */
+  private readonly prefix: Float64Array;
+  private readonly width: number;
 
   constructor(private readonly series: readonly number[]) {
     const n = series.length;
-    this.prefix = Array.from({ length: n + 1 }, () => new Float64Array(n + 1));
+    const w = n + 1;
+    const p = new Float64Array(w * w);
     for (let i = 0; i < n; i++) {
       let row = 0;
+      const zi = series[i]!;
       for (let j = 0; j < n; j++) {
-        row += Math.abs(series[i]! - series[j]!);
-        this.prefix[i + 1]![j + 1] = this.prefix[i]![j + 1]! + row;
+        row += Math.abs(zi - series[j]!);
+        p[(i + 1) * w + j + 1] = p[i * w + j + 1]! + row;
       }
     }
-  }
-
-  private qhat(s: number, tau: number, kappa: number): number {
-    const p = this.prefix;
-    const ps = p[s]!;
-    const pt = p[tau]!;
-    const pk = p[kappa]!;
-    const n = tau - s;
-    const m = kappa - tau;
-    const cross = pt[kappa]! - ps[kappa]! - pt[tau]! + ps[tau]!;
-    // Σ_{i<k} within a block is half its square's sum (the distances are symmetric, 0 on the diagonal).
-    const x = n > 1 ? (m / (n - 1)) * (pt[tau]! - ps[tau]! - pt[s]! + ps[s]!) : 0;
-    const y = m > 1 ? (n / (m - 1)) * (pk[kappa]! - pt[kappa]! - pk[tau]! + pt[tau]!) : 0;
-    return (2 * cross - x - y) / (m + n);
+    this.prefix = p;
+    this.width = w;
   }
 
   /**
    * The split of z[start, end) with the largest Q̂ over start < τ < κ ≤ end. As numpy's argmax
    * over Otava's (end−start−1)² matrix, whose lower triangle is 0: the first maximum in row order.
+   * Per row τ is fixed, so X's own sum and the prefix entries at τ are read once; each term is
+   * the same expression, in the same order, as the closed form above, so Q̂ is bit for bit the
+   * same as one computed split by split.
    */
   candidate(interval: Interval): Candidate {
-    const { start, stop: end } = interval;
-    const size = end - 1 - start;
+    const { start: s, stop: end } = interval;
+    const p = this.prefix;
+    const w = this.width;
+    const size = end - 1 - s;
+    const sRow = s * w;
     let best = -Infinity;
-    let at = { row: 0, col: 0 };
+    let atRow = 0;
     for (let row = 0; row < size; row++) {
       // The lower triangle's zeros: only the first of them, (1, 0), can be a first maximum.
       if (row === 1 && best < 0) {
         best = 0;
-        at = { row: 1, col: 0 };
+        atRow = 1;
       }
+      const tau = s + 1 + row;
+      const tRow = tau * w;
+      const n = tau - s;
+      const ptTau = p[tRow + tau]!;
+      const psTau = p[sRow + tau]!;
+      const within = ptTau - psTau - p[tRow + s]! + p[sRow + s]!;
       for (let col = row; col < size; col++) {
-        const value = this.qhat(start, start + 1 + row, start + 2 + col);
+        const kappa = s + 2 + col;
+        const kRow = kappa * w;
+        const m = kappa - tau;
+        const cross = p[tRow + kappa]! - p[sRow + kappa]! - ptTau + psTau;
+        const x = n > 1 ? (m / (n - 1)) * within : 0;
+        const y = m > 1 ? (n / (m - 1)) * (p[kRow + kappa]! - p[tRow + kappa]! - p[kRow + tau]! + ptTau) : 0;
+        const value = (2 * cross - x - y) / (m + n);
         if (value > best) {
           best = value;
-          at = { row, col };
+          atRow = row;
         }
       }
     }
-    return { index: start + 1 + at.row, qhat: best };
+    return { index: s + 1 + atRow, qhat: best };
   }
 
   /** The best candidate over the segments of two points or more (Calculator.get_next_candidate). */
