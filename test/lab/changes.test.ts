@@ -6,7 +6,7 @@ import { runNiclab, waitFor } from '../helpers/processes.js';
 import { chartTitle, markPositions, parseSvg } from '../helpers/svg.js';
 
 /**
- * Change points on the lab (issue 29): a schedule fires a 1 s TCP test A -> B every 2 s, 12 runs
+ * Change points on the lab (issue 29): a schedule fires a 1 s TCP test A -> B every 1 s, 12 runs
  * before and after each change, through
  * a tbf that the test puts on A's eth1 itself. Part-way, the test changes the lab by hand, as a
  * person would and not through niclab: the shaper's rate 10% lower with tc, later A's MTU.
@@ -38,7 +38,10 @@ describe('change points on the lab: a shaper and an MTU changed by hand', { skip
   const changes = async () => (await t.client.call('listChanges', 'GET', `/v1/changes?schedule=${SCHEDULE}`)).body.items as Change[];
 
   test("the tbf's rate cut 10% with tc, then A's MTU cut to 576: two change points, each between the right runs and naming what changed", async (ctx) => {
-    const created = await t.client.call('createSchedule', 'POST', '/v1/schedules', { name: SCHEDULE, everySeconds: 2, spec: { engine: 'builtin', protocol: 'tcp', duration: 1, flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'B', interface: 'eth1' } }] } });
+    // Every second: a firing while the last run is at work is skipped, so the runs follow one
+    // another as fast as they end (about 2 s each). At every 2 s a run that took 2.1 s made the
+    // next wait 4 s: 102 s for the 36 runs in a fresh-clone run.
+    const created = await t.client.call('createSchedule', 'POST', '/v1/schedules', { name: SCHEDULE, everySeconds: 1, spec: { engine: 'builtin', protocol: 'tcp', duration: 1, flows: [{ from: { agent: 'A', interface: 'eth1' }, to: { agent: 'B', interface: 'eth1' } }] } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
 
     // 12 runs at 20 Mbit/s, then the rate cut: the runs that ended before it are the "before".
