@@ -31,6 +31,8 @@ const FILE_API_TEST = 'test/api/file-io.test.ts';
 const FILE_E2E_TEST = 'test/e2e/file-io.test.ts';
 const DISK_LAB_TEST = 'test/lab/disk.test.ts';
 
+const FLEET_TEST = 'test/coordinator/fleet.test.ts';
+
 const CHANGES = 'services/shared/src/stores/changes.ts';
 const EDIVISIVE = 'services/shared/src/domain/changes/edivisive.ts';
 
@@ -1454,5 +1456,104 @@ export const MUTANTS: Mutant[] = [
     to: "          if: { required: [ioMode], properties: { ioMode: { const: never } } }",
     tests: [FILE_API_TEST],
     pattern: "reads and writes nothing",
+  },
+  {
+    id: 'prune-keeps-series',
+    what: "a pruned agent's measured links stay: its series are in every scrape for ever",
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'const links = await this.metricStore.dropAgents(gone);',
+    to: 'const links = 0;',
+    tests: [FLEET_TEST],
+    pattern: 'pruned with its series',
+  },
+  {
+    id: 'prune-keeps-queue',
+    what: "a pruned agent's task queue keys (its event stream) stay in Redis",
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'await this.redis.unlink(...AGENT_QUEUE_KEYS.map(',
+    to: 'await Promise.resolve(AGENT_QUEUE_KEYS.map(',
+    tests: [FLEET_TEST],
+    pattern: 'pruned with its series',
+  },
+  {
+    id: 'prune-the-living',
+    what: 'pruning takes every agent, gone or not: the prune time counted forward from now',
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'const gone = await this.registry.prune(now - this.config.agentPruneSeconds * 1000);',
+    to: 'const gone = await this.registry.prune(now + this.config.agentPruneSeconds * 1000);',
+    tests: [FLEET_TEST],
+    pattern: 'pruned with its series',
+  },
+  {
+    id: 'interface-filter-no-exclude',
+    what: 'NICLAB_AGENT_INTERFACES\'s "!" patterns exclude nothing: a node\'s pod veths are reported',
+    file: 'services/shared/src/domain/interface-filter.ts',
+    from: 'return !filter.exclude.some((glob) => matcher(glob).test(name));',
+    to: 'return filter.exclude.length >= 0;',
+    tests: [FLEET_TEST],
+    pattern: 'NICLAB_AGENT_INTERFACES',
+  },
+  {
+    id: 'agent-reports-all-interfaces',
+    what: 'the agent ignores NICLAB_AGENT_INTERFACES and reports every interface of its host',
+    file: 'services/agent/src/agent.ts',
+    from: 'const interfaces = found.filter((iface) => keepsInterface(this.config.agentInterfaces, iface.name));',
+    to: 'const interfaces = found.filter((iface) => keepsInterface({ include: [], exclude: [] }, iface.name));',
+    tests: [FLEET_TEST],
+    pattern: 'NICLAB_AGENT_INTERFACES',
+  },
+  {
+    id: 'submission-reads-fleet',
+    what: "a submission reads every agent's record (a 1,000-agent fleet's each time) instead of its flows'",
+    file: 'services/api/src/submission.ts',
+    from: '? await agents.some(input.flows.flatMap((flow) => [flow.from.agent, flow.to.agent]))',
+    to: '? await agents.list()',
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name',
+  },
+  {
+    id: 'agent-queue-events-unbounded',
+    what: "agents' task queues keep BullMQ's default 10,000 events (~9 MiB each)",
+    file: 'services/coordinator/src/coordinator.ts',
+    from: ', streams: { events: { maxLen: AGENT_QUEUE_EVENTS } } });',
+    to: ' });',
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name',
+  },
+  {
+    id: 'retention-ignores-days',
+    what: "the implied history memory leaves out NICLAB_RESULTS_RETENTION_DAYS (a day's worth, not a year's)",
+    file: 'services/shared/src/stores/retention-estimate.ts',
+    from: 'history: Math.round(runsPerDay * settings.resultsRetentionDays * bytesPerSummary),',
+    to: 'history: Math.round(runsPerDay * bytesPerSummary),',
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name|implied Redis memory',
+  },
+  {
+    id: 'retention-rate-over-all-time',
+    what: "the run rate counts every run ever in the history as one day's",
+    file: 'services/shared/src/stores/retention-estimate.ts',
+    from: 'redis.zcount(keys.history, now - DAY_MS, now),',
+    to: "redis.zcount(keys.history, '-inf', now),",
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name|implied Redis memory',
+  },
+  {
+    id: 'retention-no-warning',
+    what: 'a coordinator starts silently when the retention settings imply more than maxmemory',
+    file: 'services/coordinator/src/coordinator.ts',
+    from: 'if (estimate && estimate.maxmemory > 0 && estimate.bytes > estimate.maxmemory) {',
+    to: 'if (estimate && estimate.maxmemory > 0 && estimate.bytes > estimate.maxmemory * 1024) {',
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name|implied Redis memory',
+  },
+  {
+    id: 'retention-not-stored',
+    what: "the coordinators' retention estimate never reaches Redis, so no API replica's /metrics shows it",
+    file: 'services/shared/src/stores/retention-estimate.ts',
+    from: "await redis.set(keys.retentionEstimate, JSON.stringify(estimate), 'EX', RETENTION_ESTIMATE_TTL_SECONDS);",
+    to: "void [redis, keys, estimate, RETENTION_ESTIMATE_TTL_SECONDS];",
+    tests: [FLEET_TEST],
+    pattern: 'reads the agents its flows name|implied Redis memory',
   },
 ];

@@ -16,6 +16,19 @@ import { primeDriverInfo, readInterfaces } from './interfaces.js';
 import { processTask } from './processor.js';
 import { Tuner } from './tuning.js';
 import { FileArea } from './files/file-area.js';
+import { keepsInterface } from '@niclab/shared/domain/interface-filter';
+import type { AgentInterface } from '@niclab/shared/domain/contract';
+
+/**
+ * What an agent reads of its host for its heartbeat. The host's own by default; the fleet
+ * benchmark (bench/fleet.ts) gives each of its many agents in one process a host of its own.
+ */
+export interface AgentHost {
+  hostname(): string;
+  readInterfaces(): Promise<AgentInterface[]>;
+}
+
+const THIS_HOST: AgentHost = { hostname, readInterfaces };
 
 /** How often a running end checks that its run still holds the lease on its interface. */
 const LEASE_CHECK_MS = 1000;
@@ -43,7 +56,7 @@ export class AgentService {
   /** The file directory (NICLAB_FILE_DIR), once checked at start; absent without one. */
   private files: FileArea | undefined;
 
-  constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger) {
+  constructor(private readonly config: Config & { redisUrl: string }, private readonly log: Logger, private readonly host: AgentHost = THIS_HOST) {
     this.keys = new Keys(config.prefix);
     this.redis = createRedis(config.redisUrl, { patient: true, name: `niclab-agent-${config.agentId}` });
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: `niclab-agent-${config.agentId}-sub` });
@@ -109,10 +122,12 @@ export class AgentService {
   }
 
   private async heartbeat(): Promise<void> {
-    const [interfaces, engines] = await Promise.all([readInterfaces(), probeEngines()]);
+    const [found, engines] = await Promise.all([this.host.readInterfaces(), probeEngines()]);
+    // NICLAB_AGENT_INTERFACES: a host's other interfaces (a node's pod veths) are not reported.
+    const interfaces = found.filter((iface) => keepsInterface(this.config.agentInterfaces, iface.name));
     this.record = {
       id: this.id,
-      hostname: hostname(),
+      hostname: this.host.hostname(),
       labels: { ...this.config.agentLabels },
       startedAt: this.startedAt,
       version: VERSION,

@@ -22,6 +22,8 @@ export interface Link {
   values: LinkValues;
 }
 
+import type { RetentionEstimate } from '@niclab/shared/stores/retention-estimate';
+
 /** What one scrape reads from the stores, shared by every family it renders. */
 export interface Snapshot {
   links: Link[];
@@ -37,6 +39,8 @@ export interface Snapshot {
   histograms: Record<HistogramName, { buckets: [string, number][]; sum: number; count: number }>;
   /** Every stored change point. */
   changes: Awaited<ReturnType<ChangeStore['forMetrics']>>;
+  /** What the retention settings imply Redis holds (stores/retention-estimate.ts); null until first estimated. */
+  retention: RetentionEstimate | null;
 }
 
 export type FamilyType = 'gauge' | 'counter' | 'histogram';
@@ -131,6 +135,13 @@ export const FLEET_FAMILIES: Family[] = [
   { name: 'niclab_jobs', help: 'Jobs by status now.', type: 'gauge', samples: (s) => Object.entries(s.jobsByStatus).map(([status, value]) => ({ labels: { status }, value })) },
   { name: 'niclab_queue_jobs', help: 'BullMQ jobs in the coordinators\' queue, by state.', type: 'gauge', samples: (s) => Object.entries(s.queue).map(([state, value]) => ({ labels: { state }, value })) },
   ...(Object.keys(HISTOGRAMS) as HistogramName[]).map((name) => histogram(name, HISTOGRAM_HELP[name])),
+  // What the retention settings imply Redis will hold, beside the limit it has.
+  {
+    name: 'niclab_redis_retention_implied_bytes', help: "Redis memory the retention settings imply at the measured run rate (runs a day × days kept × a run's bytes; the fleet's agents with their task queues' event streams at their maxLen), by part: jobs, history, agents. Estimated by the coordinators once a minute and stored in Redis, so every API replica shows the same; absent when none did in five minutes.", type: 'gauge',
+    samples: (s) => (s.retention ? Object.entries(s.retention.parts).map(([part, value]) => ({ labels: { part }, value })) : []),
+  },
+  { name: 'niclab_redis_retention_runs_per_day', help: 'The run rate that estimate is for: runs ended in the history\'s last day (or its span, when younger).', type: 'gauge', samples: (s) => (s.retention ? [{ labels: {}, value: s.retention.runsPerDay }] : []) },
+  { name: 'niclab_redis_maxmemory_bytes', help: "Redis's maxmemory (0: no limit).", type: 'gauge', samples: (s) => (s.retention ? [{ labels: {}, value: s.retention.maxmemory }] : []) },
   // Agents and their interfaces.
   {
     name: 'niclab_agents', help: 'Registered agents, online or not.', type: 'gauge',

@@ -11,6 +11,9 @@ import type { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { JobStore } from '@niclab/shared/stores/job-store';
 import type { Leases } from '@niclab/shared/stores/leases';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type MetricStore } from '@niclab/shared/stores/metric-store';
+import type { Redis } from 'ioredis';
+import type { Keys } from '@niclab/shared/stores/keys';
+import { storedRetention } from '@niclab/shared/stores/retention-estimate';
 import { Exposition } from './exposition.js';
 import { FLEET_FAMILIES, JOB_STATUSES, QUEUE_STATES, type Link, type Snapshot } from './metric-families.js';
 
@@ -22,6 +25,11 @@ export interface MetricsSources {
   leases: Leases;
   jobsQueue: Queue;
   changes: ChangeStore;
+  /**
+   * Where the coordinators store their retention estimate (once a minute, a few dozen MEMORY
+   * USAGE reads): a scrape reads that one key, so every replica shows the same figures.
+   */
+  retention?: { redis: Redis; keys: Keys };
 }
 
 export interface Metrics {
@@ -35,7 +43,7 @@ export interface Metrics {
 }
 
 export function createMetrics(sources: MetricsSources): Metrics {
-  const { store, metricStore, agents, leases, jobsQueue, changes } = sources;
+  const { store, metricStore, agents, leases, jobsQueue, changes, retention } = sources;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'niclab_' });
 
@@ -55,14 +63,15 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // Three round trips, whatever the fleet: the agents' ids, then their records (with everything
   // else beside them), then their leases.
   const read = async (): Promise<Snapshot> => {
-    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms, changeList] = await Promise.all([
+    const [rawLinks, searches, agentList, jobs, runs, firings, queue, jobsByStatus, histograms, changeList, retentionNow] = await Promise.all([
       metricStore.rawLinks(), metricStore.searchLinks(), agents.list(), metricStore.counts('jobs'), metricStore.counts('runs'), metricStore.counts('firings'), jobsQueue.getJobCounts(...QUEUE_STATES),
       store.countByStatus(JOB_STATUSES),
       Promise.all((Object.keys(HISTOGRAMS) as HistogramName[]).map(async (name) => [name, await metricStore.histogram(name)] as const)),
       changes.forMetrics(),
+      retention ? storedRetention(retention.redis, retention.keys).catch(() => null) : null,
     ]);
     const leasesHeld = await leases.countHeld(agentList.flatMap((a) => a.interfaces.map((i) => ({ agent: a.id, interface: i.name }))));
-    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList };
+    return { links: parseLinks(rawLinks), searches, agents: agentList, jobs, runs, firings, jobsByStatus, queue, leasesHeld, histograms: Object.fromEntries(histograms) as Snapshot['histograms'], changes: changeList, retention: retentionNow };
   };
   const requests = new Histogram({
     name: 'niclab_http_request_duration_seconds', help: 'API requests by route template and status (this replica).',

@@ -65,7 +65,7 @@ export function createApiServices(config: Config & { redisUrl: string }, log: Lo
     requestCounts: new RequestCounts(redis, keys),
     // An Idempotency-Key remembers the job it created for a day.
     idempotencyKeys: new IdempotencyKeys(redis, keys, 24 * 3600),
-    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases, changes }),
+    metrics: createMetrics({ store, metricStore, agents, jobsQueue, leases, changes, retention: { redis, keys } }),
     async close() {
       events.close();
       await schedules.close();

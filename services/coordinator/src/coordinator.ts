@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
+import { MetricStore } from '@niclab/shared/stores/metric-store';
+import { AGENT_QUEUE_EVENTS } from '@niclab/shared/stores/keys';
+import { estimateRetention, storeRetention, type RetentionEstimate } from '@niclab/shared/stores/retention-estimate';
 import { campaignOf, strategyFor } from '@niclab/shared/domain/campaigns/index';
 import { CancelBus } from '@niclab/shared/stores/cancel-bus';
 import type { Config } from '@niclab/shared/runtime/config';
@@ -29,7 +32,11 @@ const LEASE_RETRY_MS = 200;
 const REPLICAS_LABEL = 'Redis replicas (the lease grant is not on enough of them yet)';
 /** How often a coordinator deletes what retention no longer keeps. */
 const RETENTION_SWEEP_MS = 10 * 60 * 1000;
+/** The BullMQ keys of an agent's task queue, deleted when the agent is pruned (no task lives on a queue of a gone agent). */
+const AGENT_QUEUE_KEYS = ['events', 'meta', 'id', 'stalled-check', 'marker', 'wait', 'paused', 'active', 'prioritized', 'delayed', 'completed', 'failed', 'stalled', 'limiter', 'pc', 'waiting-children', 'de', 'metrics:completed', 'metrics:failed'];
 const DAY_MS = 24 * 3600 * 1000;
+/** How often a coordinator estimates the Redis memory retention implies, for /metrics (stores/retention-estimate.ts). */
+const RETENTION_ESTIMATE_MS = 60_000;
 /**
  * A coordinator killed outright (SIGKILL) stops renewing its hold on the job: the hold lapses
  * after JOB_LOCK_MS, and any coordinator's stalled check (every JOB_STALLED_CHECK_MS) then
@@ -76,6 +83,9 @@ export class Coordinator {
   private worker: Worker | undefined;
   private workerConnection: Redis | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private estimateTimer: NodeJS.Timeout | undefined;
+  private readonly metricStore: MetricStore;
   /** WAIT blocks its connection: the lease grants' own, when grants must reach replicas (NICLAB_REDIS_WAIT_REPLICAS). */
   private readonly replicaWaiter: Redis | null;
 
@@ -85,6 +95,7 @@ export class Coordinator {
     this.subscriber = createRedis(config.redisUrl, { blocking: true, name: 'niclab-coordinator-sub' });
     ({ store: this.store, results: this.results, changes: this.changes } = jobStore(this.redis, this.keys, config.changes));
     this.registry = new AgentRegistry(this.redis, this.keys);
+    this.metricStore = new MetricStore(this.redis, this.keys);
     this.leases = new Leases(this.redis, this.keys);
     this.replicaWaiter = config.redisWaitReplicas > 0 ? createRedis(config.redisUrl, { patient: true, name: 'niclab-coordinator-wait' }) : null;
     this.cancels = new CancelBus(this.redis, this.keys);
@@ -116,7 +127,63 @@ export class Coordinator {
     this.worker.on('error', (error) => this.log.error({ err: error }, 'job queue error'));
     const sweep = () => void this.sweepRetention().catch((error: Error) => this.log.warn({ err: error }, 'retention sweep failed'));
     sweep();
+    await this.warnRetention();
     this.retentionTimer = setInterval(sweep, RETENTION_SWEEP_MS).unref();
+    this.estimateTimer = setInterval(() => void this.estimateRetention().catch((error: Error) => this.log.warn({ err: error }, 'retention estimate failed')), RETENTION_ESTIMATE_MS).unref();
+    if (this.config.agentPruneSeconds > 0) {
+      // Often enough that an agent goes within a sixth of the prune time of its due (at most a minute late).
+      const every = Math.min(60_000, Math.max(1000, (this.config.agentPruneSeconds * 1000) / 6));
+      this.pruneTimer = setInterval(() => void this.pruneAgents().catch((error: Error) => this.log.warn({ err: error }, 'agent prune failed')), every).unref();
+    }
+  }
+
+  /**
+   * Warns, at start, when what the retention settings imply at the measured run rate
+   * (stores/retention-estimate.ts, also /metrics's niclab_redis_retention_implied_bytes) is more
+   * than Redis's maxmemory: Redis would refuse writes (noeviction) or evict queue keys before
+   * retention deletes anything.
+   */
+  async warnRetention(): Promise<RetentionEstimate | null> {
+    const estimate = await this.estimateRetention().catch(() => null);
+    if (estimate && estimate.maxmemory > 0 && estimate.bytes > estimate.maxmemory) {
+      const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+      this.log.warn(
+        { impliedBytes: estimate.bytes, parts: estimate.parts, runsPerDay: Math.round(estimate.runsPerDay), maxmemory: estimate.maxmemory },
+        `the retention settings imply ${mib(estimate.bytes)} MiB of Redis at ${Math.round(estimate.runsPerDay)} runs a day, more than its maxmemory of ${mib(estimate.maxmemory)} MiB: lower NICLAB_RETENTION_DAYS, NICLAB_RETENTION_JOBS or NICLAB_RESULTS_RETENTION_DAYS, or raise maxmemory`,
+      );
+    }
+    return estimate;
+  }
+
+  /**
+   * Estimates what the retention settings imply and stores it for /metrics: one key every API
+   * replica reads, so their scrapes agree (each replica estimating at its own time did not),
+   * and no scrape waits for the few dozen MEMORY USAGE reads. Any coordinator may store it.
+   */
+  async estimateRetention(now = Date.now()): Promise<RetentionEstimate> {
+    const estimate = await estimateRetention(this.redis, this.keys, this.config, AGENT_QUEUE_EVENTS, now);
+    await storeRetention(this.redis, this.keys, estimate);
+    return estimate;
+  }
+
+  /**
+   * Drops the agents offline for NICLAB_AGENT_PRUNE_HOURS (an agent stopped, or a host gone):
+   * their records and interfaces, the links measured to or from them, and their task queues'
+   * keys. Without it every agent that ever ran stayed in the inventory, each interface a series
+   * in every scrape and every submission's read. Any number of coordinators may prune at once.
+   */
+  async pruneAgents(now = Date.now()): Promise<string[]> {
+    const gone = await this.registry.prune(now - this.config.agentPruneSeconds * 1000);
+    if (gone.length === 0) return gone;
+    const links = await this.metricStore.dropAgents(gone);
+    for (const id of gone) {
+      await this.agentQueues.get(id)?.close();
+      this.agentQueues.delete(id);
+      const queue = `${this.keys.bull}:${this.keys.agentQueue(id)}`;
+      await this.redis.unlink(...AGENT_QUEUE_KEYS.map((suffix) => `${queue}:${suffix}`));
+    }
+    this.log.info({ agents: gone, links }, 'agents gone past NICLAB_AGENT_PRUNE_HOURS pruned');
+    return gone;
   }
 
   /**
@@ -141,6 +208,8 @@ export class Coordinator {
 
   async stop(): Promise<void> {
     clearInterval(this.retentionTimer);
+    clearInterval(this.estimateTimer);
+    clearInterval(this.pruneTimer);
     for (const controller of this.active.values()) controller.abort(SHUTDOWN);
     await this.worker?.close();
     this.workerConnection?.disconnect();
@@ -334,7 +403,7 @@ export class Coordinator {
   private queueFor(agentId: string): Queue {
     let queue = this.agentQueues.get(agentId);
     if (!queue) {
-      queue = new Queue(this.keys.agentQueue(agentId), { connection: this.redis, prefix: this.keys.bull });
+      queue = new Queue(this.keys.agentQueue(agentId), { connection: this.redis, prefix: this.keys.bull, streams: { events: { maxLen: AGENT_QUEUE_EVENTS } } });
       this.agentQueues.set(agentId, queue);
     }
     return queue;

@@ -3401,7 +3401,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description All agents that have registered, online or not. */
+            /** @description All agents that have registered, online or not, but those offline longer than NICLAB_AGENT_PRUNE_HOURS (a week by default), which the coordinators prune. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { CHANGE_DEFAULTS, type ChangeOptions } from '../domain/changes/detect.js';
 import { AGENT_ID } from '../domain/names.js';
+import { parseInterfaceFilter, type InterfaceFilter } from '../domain/interface-filter.js';
 
 /** Everything niclab reads from its environment, parsed once at start. Nothing else reads process.env. */
 export interface Config {
@@ -26,6 +27,13 @@ export interface Config {
   /** NICLAB_AGENT_LABELS (`rack=r1,lab=nic`): what policies select agents by. */
   readonly agentLabels: Readonly<Record<string, string>>;
   readonly heartbeatSeconds: number;
+  /** NICLAB_AGENT_INTERFACES: which of its host's interfaces an agent reports (domain/interface-filter.ts). */
+  readonly agentInterfaces: InterfaceFilter;
+  /**
+   * NICLAB_AGENT_PRUNE_HOURS, in seconds: an agent offline this long is dropped from the
+   * inventory with its metric series (its measured links); 0 keeps every agent for ever.
+   */
+  readonly agentPruneSeconds: number;
   /** Seconds a run may take beyond its duration for setup and teardown before it is failed. */
   readonly setupSeconds: number;
   /**
@@ -134,6 +142,14 @@ function agentLabels(env: Env): Record<string, string> {
   return labels;
 }
 
+function agentInterfaces(env: Env): InterfaceFilter {
+  try {
+    return parseInterfaceFilter(env.NICLAB_AGENT_INTERFACES ?? '');
+  } catch (error) {
+    throw new ConfigError('NICLAB_AGENT_INTERFACES', (error as Error).message);
+  }
+}
+
 function apiUrl(env: Env): string {
   const url = env.NICLAB_API || 'http://127.0.0.1:8080';
   if (!/^https?:\/\/[^\s]+$/.test(url)) throw new ConfigError('NICLAB_API', `must be an http:// or https:// URL, got "${url}"`);
@@ -180,6 +196,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     agentId,
     agentLabels: agentLabels(env),
     heartbeatSeconds: number(env, 'NICLAB_HEARTBEAT_SECONDS', 5, 0.2, 300),
+    agentInterfaces: agentInterfaces(env),
+    agentPruneSeconds: number(env, 'NICLAB_AGENT_PRUNE_HOURS', 168, 0, 87600) * 3600,
     setupSeconds: number(env, 'NICLAB_SETUP_SECONDS', 10, 1, 600),
     taskLockSeconds: number(env, 'NICLAB_TASK_LOCK_SECONDS', 30, 2, 3600),
     labName: labName(env),

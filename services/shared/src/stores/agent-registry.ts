@@ -8,6 +8,14 @@ export type AgentRecord = Omit<Agent, 'online' | 'lastSeen'> & { stopped?: boole
 /** An agent not seen for this many heartbeats is offline. */
 export const MISSED_HEARTBEATS = 3;
 
+/** Removes an agent last seen at or before ARGV[2] (ms); one that heartbeated since stays. */
+const PRUNE = `
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == false then return 0 end
+if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1])) > tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1`;
+
 /** The live inventory: one JSON record per agent and a sorted set of last-seen times. */
 export class AgentRegistry {
   constructor(private readonly redis: Redis, private readonly keys: Keys) {}
@@ -21,10 +29,41 @@ export class AgentRegistry {
     await this.heartbeat({ ...record, stopped: true });
   }
 
+  /**
+   * Drops the agents last seen at or before `cutoffMs` (NICLAB_AGENT_PRUNE_HOURS ago) and
+   * returns their ids: their records and interfaces go, and with them their series. An agent
+   * that heartbeats again registers again.
+   */
+  async prune(cutoffMs: number): Promise<string[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.agents, '-inf', cutoffMs);
+    const pruned: string[] = [];
+    for (const id of ids) {
+      if ((await this.redis.eval(PRUNE, 2, this.keys.agents, this.keys.agent(id), id, cutoffMs)) === 1) pruned.push(id);
+    }
+    return pruned;
+  }
+
   async get(id: string, now = Date.now()): Promise<Agent | null> {
     const [json, score] = await Promise.all([this.redis.get(this.keys.agent(id)), this.redis.zscore(this.keys.agents, id)]);
     if (!json || score === null) return null;
     return toAgent(JSON.parse(json) as AgentRecord, Number(score), now);
+  }
+
+  /**
+   * The registered agents among `ids`, as list() shows them: one round trip for any number,
+   * whatever the fleet's size (a submission reads the agents its flows name, not every agent).
+   */
+  async some(ids: readonly string[], now = Date.now()): Promise<Agent[]> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const [records, scores] = await Promise.all([this.redis.mget(unique.map((id) => this.keys.agent(id))), this.redis.zmscore(this.keys.agents, ...unique)]);
+    return unique
+      .map((_, i) => {
+        const json = records[i];
+        const score = scores[i];
+        return json && score !== null && score !== undefined ? toAgent(JSON.parse(json) as AgentRecord, Number(score), now) : null;
+      })
+      .filter((agent): agent is Agent => agent !== null);
   }
 
   async list(now = Date.now()): Promise<Agent[]> {

@@ -1,3 +1,11 @@
+/**
+ * The events an agent's task queue keeps (BullMQ's streams.events.maxLen, 10,000 by default):
+ * an entry is 0.2-1 KB (a failure's carries its reason), so BullMQ's default let each queue
+ * grow to ~9 MiB and a 1,000-agent fleet to ~9 GiB of Redis (bench/fleet.ts). Nothing of
+ * niclab reads them beyond the latest task's (bench/dispatch.ts reads its own job's at once).
+ */
+export const AGENT_QUEUE_EVENTS = 100;
+
 /** Every Redis key and queue name niclab uses, in one place. */
 export class Keys {
   constructor(readonly prefix: string) {}
@@ -38,6 +46,8 @@ export class Keys {
   get legacyResults(): string { return `${this.prefix}:results`; }
   /** Run ids by end time (score: epoch ms): the whole history. */
   get history(): string { return `${this.prefix}:history:runs`; }
+  /** The coordinators' latest retention estimate (JSON, stores/retention-estimate.ts): what every API replica's /metrics shows. */
+  get retentionEstimate(): string { return `${this.prefix}:retention:estimate`; }
   /** Run id -> its summary's JSON. */
   get historyData(): string { return `${this.prefix}:history:data`; }
   /** Run ids by end time for one agent (either end of any flow) or one schedule. */

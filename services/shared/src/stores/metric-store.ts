@@ -134,6 +134,21 @@ export class MetricStore implements JobObserver {
   rawLinks(): Promise<Record<string, string>> {
     return this.redis.hgetall(this.keys.links);
   }
+
+  /** Drops every link (and search link) with one of `agents` at either end: their series go. Returns how many. */
+  async dropAgents(agents: string[]): Promise<number> {
+    if (agents.length === 0) return 0;
+    const gone = new Set(agents);
+    let dropped = 0;
+    for (const key of [this.keys.links, this.keys.searchLinks]) {
+      const fields = Object.keys(await this.redis.hgetall(key)).filter((labels) => {
+        const { src_agent: src, dst_agent: dst } = JSON.parse(labels) as { src_agent?: string; dst_agent?: string };
+        return gone.has(src ?? '') || gone.has(dst ?? '');
+      });
+      if (fields.length > 0) dropped += await this.redis.hdel(key, ...fields);
+    }
+    return dropped;
+  }
 }
 
 /** The data direction's ends: `src` sends, `dst` receives (a reverse leg sends from the flow's `to`). */

@@ -850,6 +850,17 @@ export const FIGURES: readonly Figure[] = [
     metrics: ['niclab_agents', 'niclab_agent_up', 'niclab_interface_speed_bits_per_second', 'niclab_interface_mtu_bytes'],
   },
   {
+    name: 'redisRetention',
+    meaning: 'The Redis memory the retention settings imply at the measured run rate, by part (jobs, history, agents), the run rate it is for, and Redis’s maxmemory beside it.',
+    unit: 'B', display: WHOLE('B'), better: null, domain: COUNT,
+    kinds: ALL_KINDS, engines: BOTH,
+    computed: "Runs a day (the history's last day) × the days each store keeps × a run's bytes as MEMORY USAGE counts them in the newest finished jobs and in the history; the agents' records and their task queues' event streams at their maxLen. Estimated by the coordinators at their start and once a minute, and stored in Redis: every API replica shows the same estimate.",
+    reference: { kind: 'closed-form', against: "48 planted runs a day × 365 days × the test's own MEMORY USAGE of the history per run", test: 'test/coordinator/fleet.test.ts', case: "the retention settings' implied Redis memory" },
+    answers: { zero: 'Each part is written, 0 included, once estimated; maxmemory 0 means no limit.', directions: 'Not a flow figure.', flows: 'Not a flow figure.', stall: 'What the stores hold, whatever a run did.', wire: 'Bytes of Redis memory, not of traffic.' },
+    fields: [],
+    metrics: ['niclab_redis_retention_implied_bytes', 'niclab_redis_retention_runs_per_day', 'niclab_redis_maxmemory_bytes'],
+  },
+  {
     name: 'scheduleFirings',
     meaning: "Schedules' firings by outcome: a job made, skipped (the previous one still at work), refused by the owner's limits.",
     unit: 'count', display: WHOLE(''), better: null, domain: COUNT,
