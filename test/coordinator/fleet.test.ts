@@ -19,6 +19,7 @@ import type { AgentInterface } from '@niclab/shared/domain/contract';
 import { keepsInterface, parseInterfaceFilter } from '@niclab/shared/domain/interface-filter';
 import { ConfigError, loadConfig } from '@niclab/shared/runtime/config';
 import { AGENT_QUEUE_EVENTS } from '@niclab/shared/stores/keys';
+import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { estimateRetention } from '@niclab/shared/stores/retention-estimate';
 import { waitFor } from '../helpers/processes.js';
@@ -53,6 +54,30 @@ test('NICLAB_AGENT_INTERFACES: globs, "!" excludes; an agent reports only what i
   } finally {
     await agent.stop();
   }
+});
+
+test('an agent whose record changes between scrapes: the list, the agent and /metrics show the new record (records are parsed and rendered again only when they change)', async () => {
+  const registry = new AgentRegistry(stack.services.redis, stack.services.keys);
+  const record = (mtu: number, stopped = false) => ({
+    id: 'changing', hostname: 'changing', labels: {}, startedAt: new Date().toISOString(), version: 'test', kernel: 'test', heartbeatSeconds: 3, engines: {},
+    interfaces: [{ ...nic('eth1', '198.18.0.9'), mtu }], ...(stopped ? { stopped } : {}),
+  });
+  const mtuLine = async () => /niclab_interface_mtu_bytes\{agent="changing",interface="eth1"\} (\d+)/.exec((await request(stack.app).get('/metrics')).text)?.[1];
+  const upLine = async () => /niclab_agent_up\{agent="changing"\} (\d)/.exec((await request(stack.app).get('/metrics')).text)?.[1];
+  await registry.heartbeat(record(1500) as never);
+  assert.equal(await mtuLine(), '1500');
+  assert.equal(await mtuLine(), '1500', 'the same record, scraped again');
+  await registry.heartbeat(record(9000) as never);
+  assert.equal(await mtuLine(), '9000');
+  assert.equal((await request(stack.app).get('/v1/agents/changing')).body.interfaces[0].mtu, 9000);
+  assert.equal((await request(stack.app).get('/v1/agents')).body.items.find((a: { id: string }) => a.id === 'changing').interfaces[0].mtu, 9000);
+  assert.equal(await upLine(), '1');
+  await registry.deregister(record(9000) as never);
+  assert.equal(await upLine(), '0', 'a stopped agent is offline at once');
+  // Gone from the fleet (as prune's script removes it: the others here still heartbeat): gone
+  // from the scrape, though its lines were kept.
+  await stack.services.redis.multi().zrem(stack.services.keys.agents, 'changing').del(stack.services.keys.agent('changing')).exec();
+  assert.equal(await mtuLine(), undefined);
 });
 
 test("a submission reads the agents its flows name, not the fleet's (one unreadable record elsewhere does not matter)", async () => {

@@ -10,6 +10,7 @@
  */
 import { promisify } from 'node:util';
 import { constants, crc32, deflateRaw as deflateRawCallback } from 'node:zlib';
+import type { Agent } from '@niclab/shared/domain/contract';
 import type { LinkLabels } from '@niclab/shared/stores/metric-store';
 import { LINK_FAMILIES, LINK_LABELS, type Family, type Link, type Sample } from './metric-families.js';
 
@@ -34,6 +35,19 @@ export function renderFamily(family: Pick<Family, 'name' | 'help' | 'type'>, sam
     text += `${family.name}${suffix}${set ? `{${set}}` : ''} ${sampleValue(value)}\n`;
   }
   return text;
+}
+
+/** An agent's lines of a per-agent family, rendered once per family and interfaces array (the same array while the agent's record is). */
+const agentLineCache = new Map<string, WeakMap<object, string>>();
+function agentLines(family: Family & Required<Pick<Family, 'perAgent'>>, agent: Agent): string {
+  let cache = agentLineCache.get(family.name);
+  if (!cache) agentLineCache.set(family.name, (cache = new WeakMap()));
+  let lines = cache.get(agent.interfaces);
+  if (lines === undefined) {
+    lines = renderFamily(family, family.perAgent(agent)).slice(header(family).length);
+    cache.set(agent.interfaces, lines);
+  }
+  return lines;
 }
 
 /** A link's label set in the text format, escaped once per labels object (callers keep them between scrapes). */
@@ -143,8 +157,11 @@ export class Exposition {
   private pieces = new Map<string, Piece>();
   private buckets: { members: Link[]; pieces: Piece[] }[] = [];
 
-  /** `own`: this replica's prom-client text; `fleet`: the fleet families with their samples. */
-  scrape(own: string, fleet: { family: Family; samples: Sample[] }[], links: Link[]): Scrape {
+  /**
+   * `own`: this replica's prom-client text; `fleet`: the fleet families with their samples, or
+   * the agents for a family rendered per agent (Family.perAgent).
+   */
+  scrape(own: string, fleet: ({ family: Family; samples: Sample[] } | { family: Family & Required<Pick<Family, 'perAgent'>>; agents: Agent[] })[], links: Link[]): Scrape {
     const next = new Map<string, Piece>();
     const piece = (id: string, text: string) => {
       const known = this.pieces.get(id);
@@ -152,7 +169,8 @@ export class Exposition {
       next.set(id, kept);
       return kept;
     };
-    const out = [piece('own', `${own}\n`), ...fleet.map(({ family, samples }) => piece(family.name, renderFamily(family, samples)))];
+    const render = (entry: (typeof fleet)[number]) => ('samples' in entry ? renderFamily(entry.family, entry.samples) : header(entry.family) + entry.agents.map((agent) => agentLines(entry.family, agent)).join(''));
+    const out = [piece('own', `${own}\n`), ...fleet.map((entry) => piece(entry.family.name, render(entry)))];
     const buckets = this.linkBuckets(links);
     LINK_FAMILIES.forEach((family, f) => out.push(piece(`${family.name}#header`, header(family)), ...buckets.map((bucket) => bucket.pieces[f]!)));
     this.pieces = next;
