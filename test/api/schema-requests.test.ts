@@ -158,10 +158,12 @@ for (const op of operations) {
     const accepted = (statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0);
     t.diagnostic(`seed ${SEED}; ${summary}`);
     // Measured over seeds 1-3: 99-115 jobs and 57-70 schedules of 250 accepted (the rest mostly refused for
-    // the prose rules). One in six of the requests the inventory could have taken is a floor a generator
+    // the prose rules). One in ten of the requests the inventory could have taken is a floor a generator
     // drifting off the real agent falls below; requests refused for inventory alone (a group whose labels
     // match no agent here: about one in five since flows may be a group) are not the generator's drift.
-    const floor = (PER_OPERATION - inventoryOnly) / 6;
+    // It was one in six, two standard deviations under the schedules' rate at 150 draws: seed
+    // 1308206177 of a fresh-clone run accepted 19 schedules of the 115 the inventory could take.
+    const floor = (PER_OPERATION - inventoryOnly) / 10;
     assert.ok(accepted >= floor, `only ${accepted} of ${PER_OPERATION} accepted, ${inventoryOnly} refused for inventory alone (seed ${SEED}; ${summary})`);
     // An acknowledgement has no rule beyond its schema: every valid one of a real change point is taken.
     if (op.id === 'acknowledgeChange') assert.equal(accepted, PER_OPERATION, summary);
