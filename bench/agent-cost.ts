@@ -4,16 +4,13 @@
  * CPU (the result's cpuSeconds) and the agent's CPU over as long idle (heartbeats only).
  * The agent reads its host's counters around the run and samples /proc/stat at 1 Hz meanwhile.
  */
-import { readFileSync } from 'node:fs';
 import { flow, round, startLab, writeResult } from './lib.js';
+import { processCpuSeconds } from '../test/helpers/udp-loopback.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const TICKS = 100; // USER_HZ
 
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
-};
+/** A live process's user + system CPU seconds (the test helpers' reader of /proc/<pid>/stat). */
+const cpuSeconds = (pid: number) => processCpuSeconds(pid) ?? 0;
 
 // The agents heartbeat at the product's default (NICLAB_HEARTBEAT_SECONDS, 5 s), not at the
 // tests' 1 s, five times as many heartbeats as a deployed agent makes. BENCH_HEARTBEAT_SECONDS

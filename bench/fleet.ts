@@ -24,7 +24,6 @@
  *   coordinator SIGSTOPped meanwhile so the API is measured alone; its CPU from /proc).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -36,6 +35,7 @@ import { Keys } from '@niclab/shared/stores/keys';
 import { spawnNiclab, waitFor } from '../test/helpers/processes.js';
 import { startTestRedis, uniquePrefix } from '../test/helpers/redis.js';
 import { median, round, startPinnedApi, writeResult } from './lib.js';
+import { processCpuSeconds } from '../test/helpers/udp-loopback.js';
 
 const MINUTES = Number(process.env.BENCH_FLEET_MINUTES ?? 10);
 const SIZES = (process.env.BENCH_FLEET_SIZES ?? '100,1000').split(',').map(Number);
@@ -48,13 +48,10 @@ const POST_ROUNDS = 3;
 const SCRAPES = 30;
 /** Pruning in the bench: agents gone for a minute go (the default is a week). */
 const PRUNE_HOURS = 1 / 60;
-const TICKS = 100; // USER_HZ
 const AGENTS_SCRIPT = fileURLToPath(new URL('./fleet/agents.ts', import.meta.url));
 
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
-};
+/** A live process's user + system CPU seconds (the test helpers' reader of /proc/<pid>/stat). */
+const cpuSeconds = (pid: number) => processCpuSeconds(pid) ?? 0;
 const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.ceil(values.length * 0.99) - 1]!;
 const idOf = (n: number) => `h${String(n).padStart(5, '0')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

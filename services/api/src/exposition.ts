@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { constants, crc32, deflateRaw as deflateRawCallback } from 'node:zlib';
 import type { Agent } from '@niclab/shared/domain/contract';
 import type { LinkLabels } from '@niclab/shared/stores/metric-store';
-import { LINK_FAMILIES, LINK_LABELS, type Family, type Link, type Sample } from './metric-families.js';
+import { LINK_FAMILIES, LINK_LABELS, type Family, type Link, type Sample, type Snapshot } from './metric-families.js';
 
 const deflateRaw = promisify(deflateRawCallback);
 
@@ -29,7 +29,12 @@ const header = (family: Pick<Family, 'name' | 'help' | 'type'>) => `# HELP ${fam
 
 /** One family: its HELP and TYPE lines, then a line per sample. */
 export function renderFamily(family: Pick<Family, 'name' | 'help' | 'type'>, samples: Sample[]): string {
-  let text = header(family);
+  return header(family) + renderSamples(family, samples);
+}
+
+/** A line per sample of a family, without its header. */
+function renderSamples(family: Pick<Family, 'name'>, samples: Sample[]): string {
+  let text = '';
   for (const { labels, value, suffix = '' } of samples) {
     const set = labelPairs(labels);
     text += `${family.name}${suffix}${set ? `{${set}}` : ''} ${sampleValue(value)}\n`;
@@ -39,12 +44,12 @@ export function renderFamily(family: Pick<Family, 'name' | 'help' | 'type'>, sam
 
 /** An agent's lines of a per-agent family, rendered once per family and interfaces array (the same array while the agent's record is). */
 const agentLineCache = new Map<string, WeakMap<object, string>>();
-function agentLines(family: Family & Required<Pick<Family, 'perAgent'>>, agent: Agent): string {
+function agentLines(family: Family, perAgent: NonNullable<Family['perAgent']>, agent: Agent): string {
   let cache = agentLineCache.get(family.name);
   if (!cache) agentLineCache.set(family.name, (cache = new WeakMap()));
   let lines = cache.get(agent.interfaces);
   if (lines === undefined) {
-    lines = renderFamily(family, family.perAgent(agent)).slice(header(family).length);
+    lines = renderSamples(family, perAgent(agent));
     cache.set(agent.interfaces, lines);
   }
   return lines;
@@ -157,11 +162,8 @@ export class Exposition {
   private pieces = new Map<string, Piece>();
   private buckets: { members: Link[]; pieces: Piece[] }[] = [];
 
-  /**
-   * `own`: this replica's prom-client text; `fleet`: the fleet families with their samples, or
-   * the agents for a family rendered per agent (Family.perAgent).
-   */
-  scrape(own: string, fleet: ({ family: Family; samples: Sample[] } | { family: Family & Required<Pick<Family, 'perAgent'>>; agents: Agent[] })[], links: Link[]): Scrape {
+  /** `own`: this replica's prom-client text; `fleet`: the fleet families, rendered from `snapshot` (its links too). */
+  scrape(own: string, fleet: Family[], snapshot: Snapshot): Scrape {
     const next = new Map<string, Piece>();
     const piece = (id: string, text: string) => {
       const known = this.pieces.get(id);
@@ -169,9 +171,12 @@ export class Exposition {
       next.set(id, kept);
       return kept;
     };
-    const render = (entry: (typeof fleet)[number]) => ('samples' in entry ? renderFamily(entry.family, entry.samples) : header(entry.family) + entry.agents.map((agent) => agentLines(entry.family, agent)).join(''));
-    const out = [piece('own', `${own}\n`), ...fleet.map((entry) => piece(entry.family.name, render(entry)))];
-    const buckets = this.linkBuckets(links);
+    const render = (family: Family) => {
+      const { perAgent } = family;
+      return perAgent ? header(family) + snapshot.agents.map((agent) => agentLines(family, perAgent, agent)).join('') : renderFamily(family, family.samples(snapshot));
+    };
+    const out = [piece('own', `${own}\n`), ...fleet.map((family) => piece(family.name, render(family)))];
+    const buckets = this.linkBuckets(snapshot.links);
     LINK_FAMILIES.forEach((family, f) => out.push(piece(`${family.name}#header`, header(family)), ...buckets.map((bucket) => bucket.pieces[f]!)));
     this.pieces = next;
     return new Scrape(out);

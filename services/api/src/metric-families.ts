@@ -7,6 +7,7 @@ import type { Agent } from '@niclab/shared/domain/contract';
 import { PLACES, VERDICTS } from '@niclab/shared/domain/attribution';
 import type { ChangePoint, ChangeStore } from '@niclab/shared/stores/changes';
 import { HISTOGRAMS, type HistogramName, type LinkLabels, type LinkValues, type SearchLabels, type SearchValues } from '@niclab/shared/stores/metric-store';
+import type { RetentionEstimate } from '@niclab/shared/stores/retention-estimate';
 
 /** A gauge's p50/p90/p99 as quantile-labelled samples (none when absent). */
 function quantileSamples(q: { p50: number; p90: number; p99: number } | null | undefined, labels: Record<string, string> = {}) {
@@ -21,8 +22,6 @@ export interface Link {
   labels: LinkLabels;
   values: LinkValues;
 }
-
-import type { RetentionEstimate } from '@niclab/shared/stores/retention-estimate';
 
 /** What one scrape reads from the stores, shared by every family it renders. */
 export interface Snapshot {

@@ -80,7 +80,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const exposition = new Exposition();
   const scrape = async () => {
     const [own, snap] = await Promise.all([registry.metrics(), read()]);
-    return exposition.scrape(own, FLEET_FAMILIES.map((family) => (family.perAgent ? { family: { ...family, perAgent: family.perAgent }, agents: snap.agents } : { family, samples: family.samples(snap) })), snap.links);
+    return exposition.scrape(own, FLEET_FAMILIES, snap);
   };
   return {
     registry,

@@ -32,8 +32,6 @@ const LEASE_RETRY_MS = 200;
 const REPLICAS_LABEL = 'Redis replicas (the lease grant is not on enough of them yet)';
 /** How often a coordinator deletes what retention no longer keeps. */
 const RETENTION_SWEEP_MS = 10 * 60 * 1000;
-/** The BullMQ keys of an agent's task queue, deleted when the agent is pruned (no task lives on a queue of a gone agent). */
-const AGENT_QUEUE_KEYS = ['events', 'meta', 'id', 'stalled-check', 'marker', 'wait', 'paused', 'active', 'prioritized', 'delayed', 'completed', 'failed', 'stalled', 'limiter', 'pc', 'waiting-children', 'de', 'metrics:completed', 'metrics:failed'];
 const DAY_MS = 24 * 3600 * 1000;
 /** How often a coordinator estimates the Redis memory retention implies, for /metrics (stores/retention-estimate.ts). */
 const RETENTION_ESTIMATE_MS = 60_000;
@@ -177,10 +175,11 @@ export class Coordinator {
     if (gone.length === 0) return gone;
     const links = await this.metricStore.dropAgents(gone);
     for (const id of gone) {
-      await this.agentQueues.get(id)?.close();
+      // Every key of its task queue, its tasks' own included (no task lives on a gone agent's queue).
+      const queue = this.queueFor(id);
+      await queue.obliterate({ force: true });
+      await queue.close();
       this.agentQueues.delete(id);
-      const queue = `${this.keys.bull}:${this.keys.agentQueue(id)}`;
-      await this.redis.unlink(...AGENT_QUEUE_KEYS.map((suffix) => `${queue}:${suffix}`));
     }
     this.log.info({ agents: gone, links }, 'agents gone past NICLAB_AGENT_PRUNE_HOURS pruned');
     return gone;

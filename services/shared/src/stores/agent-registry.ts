@@ -68,7 +68,7 @@ export class AgentRegistry {
   async get(id: string, now = Date.now()): Promise<Agent | null> {
     const [json, score] = await Promise.all([this.redis.get(this.keys.agent(id)), this.redis.zscore(this.keys.agents, id)]);
     if (!json || score === null) return null;
-    return toAgent(JSON.parse(json) as AgentRecord, Number(score), now);
+    return this.agentOf(id, json, Number(score), now, this.parsed);
   }
 
   /**
@@ -121,10 +121,4 @@ interface Parsed {
 function parse(json: string): Parsed {
   const { stopped, ...base } = JSON.parse(json) as AgentRecord;
   return { json, base, stopped: stopped === true };
-}
-
-function toAgent(record: AgentRecord, lastSeenMs: number, now: number): Agent {
-  const { stopped, ...agent } = record;
-  const online = !stopped && now - lastSeenMs <= MISSED_HEARTBEATS * record.heartbeatSeconds * 1000;
-  return { ...agent, online, lastSeen: new Date(lastSeenMs).toISOString() };
 }

@@ -141,7 +141,7 @@ export class MetricStore implements JobObserver {
     const gone = new Set(agents);
     let dropped = 0;
     for (const key of [this.keys.links, this.keys.searchLinks]) {
-      const fields = Object.keys(await this.redis.hgetall(key)).filter((labels) => {
+      const fields = (await this.redis.hkeys(key)).filter((labels) => {
         const { src_agent: src, dst_agent: dst } = JSON.parse(labels) as { src_agent?: string; dst_agent?: string };
         return gone.has(src ?? '') || gone.has(dst ?? '');
       });

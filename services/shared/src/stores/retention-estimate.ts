@@ -17,8 +17,6 @@ export interface RetentionEstimate {
   runsPerDay: number;
   /** Redis's maxmemory (0: none set). */
   maxmemory: number;
-  /** When it was estimated (epoch ms). */
-  at: number;
 }
 
 /**
@@ -107,5 +105,5 @@ export async function estimateRetention(redis: Redis, keys: Keys, settings: Rete
     history: Math.round(runsPerDay * settings.resultsRetentionDays * bytesPerSummary),
     agents: Math.round(agentIds.length * perAgent),
   };
-  return { bytes: parts.jobs + parts.history + parts.agents, parts, runsPerDay, maxmemory: Number(/^maxmemory:(\d+)/m.exec(maxmemoryReply)?.[1] ?? 0), at: now };
+  return { bytes: parts.jobs + parts.history + parts.agents, parts, runsPerDay, maxmemory: Number(/^maxmemory:(\d+)/m.exec(maxmemoryReply)?.[1] ?? 0) };
 }
