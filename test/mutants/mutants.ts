@@ -525,6 +525,22 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/faults/agent-term.test.ts'],
   },
   {
+    id: 'store-gap-assumed',
+    what: 'a run that failed for want of a message is store_interrupted although Redis was there all along',
+    file: 'services/coordinator/src/run-execution.ts',
+    from: "if (run.status !== 'failed' || !run.error || !redisGap ||",
+    to: "if (run.status !== 'failed' || !run.error ||",
+    tests: ['test/coordinator/store-interrupted.test.ts'],
+  },
+  {
+    id: 'store-interrupted-counted',
+    what: 'store_interrupted is made again only under the job\'s retries, as a retryable error',
+    file: 'services/coordinator/src/retry-policy.ts',
+    from: 'if (kind.remade) {',
+    to: 'if (kind.remade && this.retries < 0) {',
+    tests: ['test/coordinator/store-interrupted.test.ts'],
+  },
+  {
     id: 'retry-forgets-attempt',
     what: "a retried run records the job's id as its earlier attempt's, not the lost run's",
     file: 'services/coordinator/src/retry-policy.ts',

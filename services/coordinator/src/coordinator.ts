@@ -300,7 +300,7 @@ export class Coordinator {
         await this.leases.release(runId, targets);
       }
       if (!retry.again(run)) return run;
-      log.info({ run: plan.index, attempt: retry.earlier.length + 1, after: run.error?.code }, 'run made again (retries)');
+      log.info({ run: plan.index, attempt: retry.earlier.length + 1, after: run.error?.code }, 'run made again');
     }
   }
 

@@ -41,6 +41,11 @@ export class RedisGaps {
       this.lastGapAt = Date.now();
     });
   }
+
+  /** Whether the connection went away at or after `since` (epoch ms), or is away now. */
+  since(since: number): boolean {
+    return this.down || this.lastGapAt >= since;
+  }
 }
 
 /**

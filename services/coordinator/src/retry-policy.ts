@@ -1,12 +1,14 @@
 import type { Run } from '@niclab/shared/domain/contract';
-import { RUN_ERRORS } from '@niclab/shared/domain/run-errors';
+import { RUN_ERRORS, STORE_REMAKES, type RunErrorKind } from '@niclab/shared/domain/run-errors';
 
 export type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
 
 /**
  * A job's retry policy for one planned run: a run that failed for a reason outside the
  * measurement (RUN_ERRORS' `retryable`) is made again, a new run id at the same index, at most
- * `retries` times. An attempt lost with its coordinator is kept in the record but not counted.
+ * `retries` times. An attempt lost with its coordinator is kept in the record but not counted;
+ * so is one that failed because Redis went away under it (store_interrupted), made again up to
+ * STORE_REMAKES times whatever `retries` says.
  */
 export class RetryPolicy {
   readonly earlier: EarlierAttempt[];
@@ -22,9 +24,16 @@ export class RetryPolicy {
 
   /** Whether `run` earns another attempt; when it does, it is recorded as an earlier attempt. */
   again(run: Run): boolean {
-    if (run.status !== 'failed' || !run.error || !RUN_ERRORS[run.error.code].retryable) return false;
-    const retried = this.earlier.filter((e) => RUN_ERRORS[e.error.code].retryable).length;
-    if (retried >= this.retries) return false;
+    if (run.status !== 'failed' || !run.error) return false;
+    const kind: RunErrorKind = RUN_ERRORS[run.error.code];
+    const code = run.error.code;
+    if (kind.remade) {
+      if (this.earlier.filter((e) => e.error.code === code).length >= STORE_REMAKES) return false;
+    } else {
+      if (!kind.retryable) return false;
+      const retried = this.earlier.filter((e) => RUN_ERRORS[e.error.code].retryable).length;
+      if (retried >= this.retries) return false;
+    }
     this.earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error });
     return true;
   }

@@ -740,7 +740,9 @@ export interface components {
              *     measurement: an agent lost mid-run (`agent_lost`) or offline at its start
              *     (`agent_offline`), or a receiver that did not start (`peer_unavailable`). The run
              *     keeps its index; `attempt` and `earlierAttempts` record what happened. A run whose
-             *     coordinator died (`coordinator_lost`) is always made again and does not count.
+             *     coordinator died (`coordinator_lost`) is always made again and does not count; so is
+             *     one that failed because Redis failed over or restarted under it (`store_interrupted`,
+             *     up to twice).
              * @default 0
              */
             retries?: number;
@@ -1815,11 +1817,11 @@ export interface components {
         };
         /**
          * @description Machine-readable. `agent_lost`, `agent_offline` and `peer_unavailable` are retryable
-         *     (a job's `retries` makes such a run again); the README's "Run errors" table says what
-         *     each means.
+         *     (a job's `retries` makes such a run again); `store_interrupted` is made again whatever
+         *     `retries` says (up to twice); the README's "Run errors" table says what each means.
          * @enum {string}
          */
-        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "file_refused" | "file_io" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
+        RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "store_interrupted" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "file_refused" | "file_io" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
         Job: {
             id: components["schemas"]["Id"];
             /** @description The name of the token that submitted the job or that created the schedule that fired it (`anonymous` without access control). */
@@ -1936,7 +1938,7 @@ export interface components {
             finishedAt: string | null;
             flows: components["schemas"]["FlowResult"][];
             error: null | components["schemas"]["Error"];
-            /** @description Which attempt this is (present once the run was made again: by the job's `retries`, or because the coordinator running it died, `coordinator_lost`). */
+            /** @description Which attempt this is (present once the run was made again: by the job's `retries`, because the coordinator running it died, `coordinator_lost`, or because Redis went away under it, `store_interrupted`). */
             attempt?: number;
             /** @description The attempts before this one, each failed for a reason outside the measurement. */
             earlierAttempts?: {
