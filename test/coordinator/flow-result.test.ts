@@ -19,3 +19,15 @@ test('UDP: sent = received + lost from the two ends, one-way delay only where bo
   assert.deepEqual(shared.oneWayDelaySeconds, delay);
   assert.equal(flowResult(TEST_KINDS.stream, flow, leg, sender('k2'), receiver).udp!.oneWayDelaySeconds, undefined, 'two kernels, two clocks: no delay');
 });
+
+test("pathVerified: both named interfaces' counters hold at least what the receiver got, not what the sender wrote into its socket", () => {
+  const nic = (txBytes: number, rxBytes: number) => ({ agent: 'A', interface: 'eth1', rxBytes, txBytes, rxPackets: 0, txPackets: 0, rxErrors: 0, txErrors: 0, rxDropped: 0, txDropped: 0 });
+  const figures = (bytes: number) => ({ bytes, realSeconds: 2, cpuSeconds: 0.1, userCpuSeconds: 0.05, systemCpuSeconds: 0.05, calls: 1, realBitsPerSecond: bytes * 4, cpuBitsPerSecond: 0, realCallsPerSecond: 0, cpuCallsPerSecond: 0, serviceDemand: 0 });
+  const verified = (sent: number, received: number, tx: number, rx: number) =>
+    flowResult(TEST_KINDS.stream, flow, leg, end('sender', { figures: figures(sent), nic: nic(tx, 0) }), end('receiver', { figures: figures(received), nic: nic(0, rx) })).pathVerified;
+  // iperf3 through a 20 Mbit/s tbf (test/lab/flows): it wrote 5,483,576 B; 4,805,912 B arrived, 4,899,102 B (with headers) left A's eth1.
+  assert.equal(verified(5_483_576, 4_805_912, 4_899_102, 4_899_102), true);
+  assert.equal(verified(1000, 1000, 999, 2000), false, "the sender's interface carried less than arrived: the bytes went another way");
+  assert.equal(verified(1000, 1000, 2000, 999), false, "the receiver's interface took in less than arrived");
+  assert.equal(verified(1000, 0, 0, 0), null, 'nothing arrived: nothing to verify');
+});
