@@ -18,11 +18,12 @@ import { Coordinator } from '@niclab/coordinator/coordinator';
 import type { AgentInterface } from '@niclab/shared/domain/contract';
 import { keepsInterface, parseInterfaceFilter } from '@niclab/shared/domain/interface-filter';
 import { ConfigError, loadConfig } from '@niclab/shared/runtime/config';
-import { AGENT_QUEUE_EVENTS } from '@niclab/shared/stores/keys';
+import { AGENT_QUEUE_EVENTS, Keys } from '@niclab/shared/stores/keys';
 import { AgentRegistry } from '@niclab/shared/stores/agent-registry';
 import type { Logger } from '@niclab/shared/runtime/logger';
 import { estimateRetention } from '@niclab/shared/stores/retention-estimate';
 import { waitFor } from '../helpers/processes.js';
+import { uniquePrefix } from '../helpers/redis.js';
 import { silentLog, stackPerFile, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -78,6 +79,46 @@ test('an agent whose record changes between scrapes: the list, the agent and /me
   // from the scrape, though its lines were kept.
   await stack.services.redis.multi().zrem(stack.services.keys.agents, 'changing').del(stack.services.keys.agent('changing')).exec();
   assert.equal(await mtuLine(), undefined);
+});
+
+test("a heartbeat writes an agent's record only when it changed; a list over an unchanged fleet reads no record, and one after a change or a new agent reads them again", async () => {
+  // A registry of its own (its own key prefix), on its own connection, whose MGETs are counted.
+  const redis = stack.services.redis.duplicate();
+  let mgets = 0;
+  const mget = redis.mget.bind(redis) as (...args: unknown[]) => unknown;
+  (redis as unknown as { mget: (...args: unknown[]) => unknown }).mget = (...args: unknown[]) => (mgets++, mget(...args));
+  const keys = new Keys(uniquePrefix());
+  const registry = new AgentRegistry(redis, keys);
+  try {
+    const record = (id: string, mtu: number) => ({ id, hostname: id, labels: {}, startedAt: '2026-12-07T00:00:00.000Z', version: 'test', kernel: 'test', heartbeatSeconds: 5, engines: {}, interfaces: [{ ...nic('eth1', '198.18.0.9'), mtu }] }) as never;
+    const revision = () => redis.get(keys.agentsRevision);
+    await registry.heartbeat(record('a', 1500), 1000);
+    await registry.heartbeat(record('b', 1500), 1000);
+    const first = await revision();
+    assert.deepEqual((await registry.list(2000)).map((a) => a.interfaces[0]!.mtu), [1500, 1500]);
+    assert.equal(mgets, 1);
+    await registry.heartbeat(record('a', 1500), 6000);
+    assert.equal(await revision(), first, 'the same record again: not written, the revision stays');
+    const listed = await registry.list(7000);
+    assert.equal(mgets, 1, 'nothing changed: no record read');
+    assert.equal(listed[0]!.lastSeen, new Date(6000).toISOString(), 'the last-seen time is read every time');
+    await registry.heartbeat(record('b', 9000), 8000);
+    assert.notEqual(await revision(), first);
+    assert.deepEqual((await registry.list(9000)).map((a) => a.interfaces[0]!.mtu), [1500, 9000], 'a changed record is read again');
+    assert.equal(mgets, 2);
+    await registry.list(9000);
+    assert.equal(mgets, 2);
+    // An agent whose record was stored without the heartbeat's script (not the product's way) is new to the list: read.
+    await redis.multi().set(keys.agent('c'), JSON.stringify(record('c', 1280))).zadd(keys.agents, 9000, 'c').exec();
+    assert.deepEqual((await registry.list(9500)).map((a) => a.interfaces[0]!.mtu), [1500, 9000, 1280]);
+    assert.equal(mgets, 3);
+    assert.deepEqual(await registry.prune(7000), ['a'], 'a, last seen at 6000, pruned; b (8000) and c (9000) stay');
+    assert.deepEqual((await registry.list(9500)).map((a) => a.id), ['b', 'c']);
+  } finally {
+    const leftover = await redis.keys(`${keys.agents}*`);
+    await redis.del(...leftover, keys.agent('a'), keys.agent('b'), keys.agent('c'));
+    redis.disconnect();
+  }
 });
 
 test("a submission reads the agents its flows name, not the fleet's (one unreadable record elsewhere does not matter)", async () => {
