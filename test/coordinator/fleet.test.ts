@@ -88,6 +88,7 @@ test("a heartbeat writes an agent's record only when it changed; a list over an 
   const mget = redis.mget.bind(redis) as (...args: unknown[]) => unknown;
   (redis as unknown as { mget: (...args: unknown[]) => unknown }).mget = (...args: unknown[]) => (mgets++, mget(...args));
   const keys = new Keys(uniquePrefix());
+  const lostKeys = new Keys(uniquePrefix());
   const registry = new AgentRegistry(redis, keys);
   try {
     const record = (id: string, mtu: number) => ({ id, hostname: id, labels: {}, startedAt: '2026-12-07T00:00:00.000Z', version: 'test', kernel: 'test', heartbeatSeconds: 5, engines: {}, interfaces: [{ ...nic('eth1', '198.18.0.9'), mtu }] }) as never;
@@ -114,7 +115,17 @@ test("a heartbeat writes an agent's record only when it changed; a list over an 
     assert.equal(mgets, 3);
     assert.deepEqual(await registry.prune(7000), ['a'], 'a, last seen at 6000, pruned; b (8000) and c (9000) stay');
     assert.deepEqual((await registry.list(9500)).map((a) => a.id), ['b', 'c']);
+    // Redis loses everything (restarted empty, or a failover to a replica far behind) and x comes
+    // back changed, as many writes as before: a counter would be where the cache saw it, the
+    // records not. The revision is a value never used before.
+    const lost = new AgentRegistry(redis, lostKeys);
+    await lost.heartbeat(record('x', 1500), 10_000);
+    assert.deepEqual((await lost.list(10_500)).map((a) => a.interfaces[0]!.mtu), [1500]);
+    await redis.del(lostKeys.agents, lostKeys.agentsRevision, lostKeys.agent('x'));
+    await lost.heartbeat(record('x', 4000), 11_000);
+    assert.deepEqual((await lost.list(11_500)).map((a) => a.interfaces[0]!.mtu), [4000], "x's record as it is now");
   } finally {
+    await redis.del(lostKeys.agents, lostKeys.agentsRevision, lostKeys.agent('x'));
     const leftover = await redis.keys(`${keys.agents}*`);
     await redis.del(...leftover, keys.agent('a'), keys.agent('b'), keys.agent('c'));
     redis.disconnect();

@@ -29,5 +29,6 @@ test("pathVerified: both named interfaces' counters hold at least what the recei
   assert.equal(verified(5_483_576, 4_805_912, 4_899_102, 4_899_102), true);
   assert.equal(verified(1000, 1000, 999, 2000), false, "the sender's interface carried less than arrived: the bytes went another way");
   assert.equal(verified(1000, 1000, 2000, 999), false, "the receiver's interface took in less than arrived");
-  assert.equal(verified(1000, 0, 0, 0), null, 'nothing arrived: nothing to verify');
+  assert.equal(verified(1000, 0, 1042, 0), false, 'sent, and nothing arrived (a UDP leg into a black hole): not proven');
+  assert.equal(verified(0, 0, 0, 0), null, 'nothing sent, nothing arrived: nothing to verify');
 });

@@ -22,8 +22,11 @@ export function flowResult(kind: TestKind, flow: FlowSpec, leg: Leg, sender: End
   // that crossed it: what the receiver got left through the sender's interface and came in
   // through the receiver's. Not what the sender wrote: iperf3's sum_sent counts what it wrote
   // into its socket, and what was still queued there when the test ended never left (on a
-  // 20 Mbit/s link, 0.6 MB of 5.5 MB). Nothing received, nothing to verify.
-  const pathVerified = error || !received || received.bytes === 0 || !nicSender || !nicReceiver ? null : nicSender.txBytes >= received.bytes && nicReceiver.rxBytes >= received.bytes;
+  // 20 Mbit/s link, 0.6 MB of 5.5 MB). Sent and nothing arrived (a UDP leg into a black hole):
+  // not proven. Nothing sent either: nothing to verify.
+  const pathVerified = error || !received || !nicSender || !nicReceiver || (received.bytes === 0 && !sent?.bytes)
+    ? null
+    : received.bytes > 0 && nicSender.txBytes >= received.bytes && nicReceiver.rxBytes >= received.bytes;
   const forward = leg.direction === 'forward';
   const udp = udpFigures(sender, receiver);
   const senderHost = sender?.diagnostics.host;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Agent } from '../domain/contract.js';
 import type { Keys } from './keys.js';
@@ -19,14 +20,16 @@ return 1`;
 
 /**
  * A heartbeat: the agent's last-seen time (ARGV[2]) always, its record (ARGV[1]) only when it
- * differs from the one stored, and then the registry's revision is bumped. A heartbeat rewrote an
- * unchanged 1 KB record every 5 s (a 1,000-agent fleet's 200 KB/s to the AOF), and every scrape
- * read the whole fleet's records again (bench/fleet.ts).
+ * differs from the one stored, and then the registry's revision is set to a value never used
+ * before (ARGV[4], random): a counter could come back to a number a reader cached with other
+ * records (a Redis restarted empty, or a failover to a replica behind, and as many writes since).
+ * A heartbeat rewrote an unchanged 1 KB record every 5 s (a 1,000-agent fleet's 200 KB/s to the
+ * AOF), and every scrape read the whole fleet's records again (bench/fleet.ts).
  */
 const HEARTBEAT = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1])
-  redis.call('INCR', KEYS[3])
+  redis.call('SET', KEYS[3], ARGV[4])
 end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 1`;
@@ -69,7 +72,7 @@ export class AgentRegistry {
   }
 
   async heartbeat(record: AgentRecord, now = Date.now()): Promise<void> {
-    await this.writeHeartbeat([this.keys.agent(record.id), this.keys.agents, this.keys.agentsRevision], JSON.stringify(record), now, record.id);
+    await this.writeHeartbeat([this.keys.agent(record.id), this.keys.agents, this.keys.agentsRevision], JSON.stringify(record), now, record.id, randomUUID());
   }
 
   /** Marks the agent stopped: it shows as offline at once instead of after three missed heartbeats. */

@@ -78,7 +78,7 @@ export class Keys {
 
   agent(id: string): string { return `${this.prefix}:agent:${id}`; }
   get agents(): string { return `${this.prefix}:agents`; }
-  /** Bumped whenever an agent's record is written with something new (a fleet's records are read again only then; a dropped one leaves the last-seen set). */
+  /** A new random value whenever an agent's record is written with something new (a fleet's records are read again only then; a dropped one leaves the last-seen set). */
   get agentsRevision(): string { return `${this.prefix}:agents:revision`; }
 
   /** Pub/sub channel of one job's live events; `jobEventsPattern` matches them all. */

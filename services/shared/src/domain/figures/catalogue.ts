@@ -226,7 +226,7 @@ export const FIGURES: readonly Figure[] = [
     kinds: ALL_KINDS, engines: BOTH,
     computed: "the sender's interface txBytes and the receiver's interface rxBytes (counter deltas around each end's engine) both ≥ the receiver's bytes. Not the sender's bytes: iperf3's sum_sent counts what it wrote into its socket, and what was still queued there at the test's end never left.",
     reference: { kind: 'kernel', against: 'a source interface that does not carry the route (eth2 beside eth1): the kernel sends through eth1', test: LAB_FLOWS, case: 'pathVerified false' },
-    answers: { zero: 'Null when a counter or a figure is missing, or nothing was received.', directions: "Each leg's own two interfaces.", flows: 'Another flow on the same interface can make a wrong path look verified (its bytes are in the counters).', stall: 'As the bytes.', wire: 'Interface bytes include headers: the test is ≥.' },
+    answers: { zero: 'Null when a counter or a figure is missing, or nothing was sent; 0 when something was sent and nothing arrived.', directions: "Each leg's own two interfaces.", flows: 'Another flow on the same interface can make a wrong path look verified (its bytes are in the counters).', stall: 'As the bytes.', wire: 'Interface bytes include headers: the test is ≥.' },
     fields: [],
     metrics: ['niclab_link_path_verified'],
   },
