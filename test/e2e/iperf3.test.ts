@@ -111,9 +111,12 @@ test('iperf3 UDP at a packet rate: sent, received and lost as the kernel counted
     assert.ok(out - f.udp.sent >= 0 && out - f.udp.sent <= 4, counts);
     assert.ok(into - f.udp.received >= 0 && into - f.udp.received <= 4, counts);
     assert.ok(Math.abs(out - into - f.udp.lost) <= 4, counts);
-    // On loopback a datagram is lost only where the receiver's socket dropped it (a busy machine
-    // starves iperf3's reader), so the loss is the kernel's RcvbufErrors, not a threshold.
-    assert.ok(Math.abs(f.udp.lost - dropped) <= 4, counts);
+    // On loopback a datagram is lost where the receiver's socket dropped it (a busy machine
+    // starves iperf3's reader: the kernel's RcvbufErrors), or because iperf3's server stopped
+    // reading at the test's end with it still queued (the kernel counts InDatagrams as they are
+    // read): a fresh-clone run lost 5 so, out 4,002 and in 3,997 with RcvbufErrors 0, niclab's
+    // loss the kernel's own. That tail is at most 10 ms of the rate here (20 datagrams).
+    assert.ok(f.udp.lost - dropped >= -4 && f.udp.lost - dropped <= 4 + 20, counts);
     // And a loose cap, so a pacing or buffer regression that loses much is not the kernel's to excuse.
     assert.ok(f.udp.lossRatio < 0.1, `loss ${f.udp.lossRatio} on loopback: ${counts}`);
     assert.ok(f.udp.jitterSeconds >= 0);
