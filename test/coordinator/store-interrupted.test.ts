@@ -6,7 +6,7 @@ import type { Run } from '@niclab/shared/domain/contract';
 import { createRedis } from '@niclab/shared/runtime/redis';
 import { RedisGaps } from '@niclab/coordinator/liveness-watch';
 import { RetryPolicy } from '@niclab/coordinator/retry-policy';
-import { storeInterrupted } from '@niclab/coordinator/run-execution';
+import { storeInterrupted } from '@niclab/coordinator/run-outcome';
 import { redisPerFile } from '../helpers/redis.js';
 
 /**

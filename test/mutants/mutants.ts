@@ -563,7 +563,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'store-gap-assumed',
     what: 'a run that failed for want of a message is store_interrupted although Redis was there all along',
-    file: 'services/coordinator/src/run-execution.ts',
+    file: 'services/coordinator/src/run-outcome.ts',
     from: "if (run.status !== 'failed' || !run.error || !redisGap ||",
     to: "if (run.status !== 'failed' || !run.error ||",
     tests: ['test/coordinator/store-interrupted.test.ts'],
@@ -572,8 +572,8 @@ export const MUTANTS: Mutant[] = [
     id: 'store-interrupted-counted',
     what: 'store_interrupted is made again only under the job\'s retries, as a retryable error',
     file: 'services/coordinator/src/retry-policy.ts',
-    from: 'if (kind.remade) {',
-    to: 'if (kind.remade && this.retries < 0) {',
+    from: 'const limit = kind.remade ? STORE_REMAKES :',
+    to: 'const limit = kind.remade ? Math.min(STORE_REMAKES, this.retries) :',
     tests: ['test/coordinator/store-interrupted.test.ts'],
   },
   {

@@ -25,15 +25,12 @@ export class RetryPolicy {
   /** Whether `run` earns another attempt; when it does, it is recorded as an earlier attempt. */
   again(run: Run): boolean {
     if (run.status !== 'failed' || !run.error) return false;
-    const kind: RunErrorKind = RUN_ERRORS[run.error.code];
-    const code = run.error.code;
-    if (kind.remade) {
-      if (this.earlier.filter((e) => e.error.code === code).length >= STORE_REMAKES) return false;
-    } else {
-      if (!kind.retryable) return false;
-      const retried = this.earlier.filter((e) => RUN_ERRORS[e.error.code].retryable).length;
-      if (retried >= this.retries) return false;
-    }
+    const { code } = run.error;
+    const kind: RunErrorKind = RUN_ERRORS[code];
+    // A remade error counts its own earlier attempts against STORE_REMAKES; a retryable one, every retryable attempt against `retries`.
+    const limit = kind.remade ? STORE_REMAKES : kind.retryable ? this.retries : 0;
+    const counted = this.earlier.filter((e) => (kind.remade ? e.error.code === code : RUN_ERRORS[e.error.code].retryable)).length;
+    if (counted >= limit) return false;
     this.earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error });
     return true;
   }

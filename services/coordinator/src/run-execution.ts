@@ -24,19 +24,6 @@ import { JOB_LOST, runOutcome } from './run-outcome.js';
 const START_DELAY_MS = 300;
 /** A sender that failed with one of these never sent: its run ends at once. */
 const SENDER_NEVER_SENT = new Set(['path_mtu', 'file_refused']);
-/**
- * What a run fails with when a message of it never arrived: a task, a receiver's reply, an end's
- * report. A Redis failover loses what the old master had acknowledged but not yet passed to its
- * replica, so a run that failed so across a gap of Redis failed for niclab's store, not the lab.
- */
-const WANT_OF_A_MESSAGE = new Set(['deadline_exceeded', 'no_report', 'peer_unavailable']);
-
-/** The run's error, as store_interrupted when Redis went away during it and a message never came. */
-export function storeInterrupted(run: Pick<Run, 'status' | 'error'>, redisGap: boolean): ErrorInfo | null {
-  if (run.status !== 'failed' || !run.error || !redisGap || !WANT_OF_A_MESSAGE.has(run.error.code)) return run.error;
-  return { code: 'store_interrupted', message: `Redis went away during the run (a failover or a restart), and then: ${run.error.message}` };
-}
-
 /** Reports of ends killed at the deadline need a moment to arrive. */
 const REPORT_GRACE_MS = 2000;
 
@@ -154,8 +141,7 @@ export class RunExecution {
       }
     });
     run.finishedAt = new Date().toISOString();
-    Object.assign(run, runOutcome(run.flows, jobSignal.aborted ? (jobSignal.reason as ErrorInfo) : null, failure));
-    run.error = storeInterrupted(run, this.deps.redisGaps.since(t0));
+    Object.assign(run, runOutcome(run.flows, jobSignal.aborted ? (jobSignal.reason as ErrorInfo) : null, failure, this.deps.redisGaps.since(t0)));
     if (run.status !== 'succeeded') await this.abandon();
     // A coordinator that lost the job (stalled past its lock) stores nothing: the one that has
     // it now makes this run again, and its record is the run's.
