@@ -141,6 +141,9 @@ test('verdicts: each place names its bottleneck, with the evidence and a reason 
   assert.equal(judgeBottleneck({ udp: udp(1_000, 1_000), bitsPerSecond: 1, retransmits: null, sender: end(host({ qdisc: { kind: 'tbf', overlimits: 30 } })), receiver: end(clean) })!.verdict, 'link');
   assert.equal(judgeBottleneck({ udp: null, bitsPerSecond: 95e6, retransmits: 3, sender: end(clean, 0.5, { environment: { kernel: 'k', driver: null, firmware: null, mtu: 1500, speedBitsPerSecond: 1e8, rmemMax: 1, wmemMax: 1 } }), receiver: end(clean) })!.verdict, 'link');
   assert.equal(judgeBottleneck({ udp: null, bitsPerSecond: 1e6, retransmits: 3, sender: end(clean), receiver: end(clean, 4.8) })!.verdict, 'receiver CPU');
+  // veth reports 10 Gbit/s and carried 14.4 (a lab run, before the full-core rule): a speed the payload passed was no limit.
+  const nominal = judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 3, sender: end(clean, 0.5, { environment: { kernel: 'k', driver: 'veth', firmware: null, mtu: 1500, speedBitsPerSecond: 1e10, rmemMax: 1, wmemMax: 1 } }), receiver: end(clean) })!;
+  assert.notEqual(nominal.verdict, 'link', nominal.reason);
 });
 
 test('a TCP leg: its retransmits beside the drops each place counted, as context', () => {
@@ -203,6 +206,31 @@ test('a TCP leg that nothing at either end limited, at a steady rate the congest
   assert.match(iperf3.reason, /TCP_INFO times are missing: a window limit is not ruled out/);
   // A busy CPU is still that end's, whatever the rate did.
   assert.equal(judgeBottleneck({ ...tour, receiver: end(host({ core: 1, wait: 0.6 }), 0.5) })!.verdict, 'receiver CPU');
+});
+
+test("a TCP end whose engine used most of a core that was full: that end's CPU, not none", () => {
+  const steadyVeth = samples([14_300, 14_400, 14_500, 14_400]);
+  const tcp = (sender: EndView, receiver: EndView) => judgeBottleneck({ udp: null, bitsPerSecond: 14.4e9, retransmits: 0, intervals: steadyVeth, sender, receiver })!;
+  const calm = host({ core: 0.5, wait: 0.05 });
+  // A receiver's engine at 80% of a core (Node's receiver at 128 KiB on loopback: 79-83%), its
+  // core 97% busy and mostly it, waiting 5%: under 90% by its own time, and by its time and wait;
+  // the core was full, so the rate was niclab's.
+  const full = host({ core: 0.97, wait: 0.05, busiest: { cpu: 1, busy: 0.97, softirq: 0.15, engine: true } });
+  const atReceiver = tcp(end(calm, 0.5 * 5, times(4.9)), end(full, 0.8 * 5));
+  assert.equal(atReceiver.verdict, 'receiver CPU', atReceiver.reason);
+  assert.match(atReceiver.reason, /the engine used 80% of a core, .*the busiest CPU, cpu1, was 97% busy \(15% softirq\), mostly the engine/);
+  assert.equal(tcp(end(full, 0.8 * 5, times(4.9)), end(calm, 0.5 * 5)).verdict, 'sender CPU');
+  // The raw receiver's run on unshaped veth (lab): the sender's engine at 78% of a core, waiting
+  // 8%, its core 80% busy (22% softirq, which this kernel's tick accounting also charges to the
+  // task it interrupts): a fifth of the core idle, so not a full core.
+  const veth = host({ core: 0.8, wait: 0.08, busiest: { cpu: 0, busy: 0.8, softirq: 0.22, engine: true } });
+  assert.notEqual(tcp(end(veth, 0.78 * 5, times(4.9)), end(calm, 0.6 * 5)).verdict, 'sender CPU');
+  // A full core the engine did not run on most of the run, or beside an engine under half a core
+  // (a light TCP sender behind a shaper), is not that engine's limit.
+  const elsewhere = host({ core: 0.5, wait: 0.05, busiest: { cpu: 0, busy: 0.97, softirq: 0.15, engine: false } });
+  assert.notEqual(tcp(end(elsewhere, 0.8 * 5, times(4.9)), end(calm, 0.4 * 5)).verdict, 'sender CPU');
+  const light = host({ core: 0.97, wait: 0.05, busiest: { cpu: 0, busy: 0.97, softirq: 0.6, engine: true } });
+  assert.notEqual(tcp(end(light, 0.3 * 5, times(4.9)), end(calm, 0.4 * 5)).verdict, 'sender CPU');
 });
 
 test('overlapped or missing counters: the verdict says so and is not confident', () => {

@@ -15,7 +15,8 @@ import type { EndReport, EngineParams, ReceiverTask, SenderTask } from '@niclab/
 import { freePort, redisPerFile, type TestRedis } from '../helpers/redis.js';
 import { childPids, isAlive, waitFor } from '../helpers/processes.js';
 import { silentLog, testConfig } from '../helpers/stack.js';
-import { measuredRr } from '../helpers/engines.js';
+import { enginePair, measuredRr } from '../helpers/engines.js';
+import { withoutKoffi } from '../helpers/no-koffi.js';
 
 let redis: Redis;
 let server: TestRedis;
@@ -209,6 +210,15 @@ test('builtin: the sender writes exactly bufferLength per call, and every byte s
   const engine = ENGINES.builtin!;
   const [sender, receiver] = await pair(engine, params({ bufferLength: 1000, streams: 2 }), new AbortController().signal, []);
   assert.equal(sender.figures!.bytes, sender.figures!.calls! * 1000);
+  assert.equal(receiver.figures!.bytes, sender.figures!.bytes);
+});
+
+test("builtin TCP where koffi cannot load: Node's sockets at both ends (the raw descriptors' fallback), every byte sent received", async () => {
+  const [sender, receiver] = await enginePair(ENGINES.builtin!, params({ bufferLength: 131072, streams: 2 }), { spawnWith: withoutKoffi });
+  assert.equal(sender.error, null, JSON.stringify(sender.error));
+  assert.equal(receiver.error, null, JSON.stringify(receiver.error));
+  assert.ok(sender.figures!.bytes > 0);
+  assert.equal(sender.figures!.bytes, sender.figures!.calls! * 131072);
   assert.equal(receiver.figures!.bytes, sender.figures!.bytes);
 });
 

@@ -227,11 +227,22 @@ export const busiestBy = (b: Busiest, engineShare: number | null): 'softirq' | '
   return b.engine && engineShare !== null && engineShare >= (b.busy - b.softirq) / 2 ? 'the engine' : 'another task';
 };
 /**
+ * The engine's core was full and the engine the main user of it: the busiest CPU, where the
+ * engine ran most of the run, at least CPU_BUSY busy (its softirq work and any other task's
+ * included), and the engine's own share of a core at least ENGINE_HEADROOM. The engine's CPU
+ * alone can stay under CPU_BUSY while its core is full: the kernel's packet work runs there as
+ * softirq (charged to whichever task it interrupts, or to none), and an engine that waited for
+ * its share of a core does not show the wait as its own time. The core's busy share is the union
+ * of all of these, so nothing is counted twice. A light engine (a TCP sender behind a shaper at
+ * 1-4% of a core) on a busy core is not what limited its run.
+ */
+const fullCore = (c: ReturnType<typeof cpu>) => !!c.busiest?.engine && c.busiest.busy >= CPU_BUSY && (c.engine ?? 0) >= ENGINE_HEADROOM;
+/**
  * The engine used a whole core, or waited for one (someone else had it) CPU_WAIT of the run, or
  * was runnable (running or waiting to run) CPU_BUSY of it: half a core used and half the run
- * waited is a CPU-bound engine sharing its core.
+ * waited is a CPU-bound engine sharing its core; or its core was full, mostly with it (fullCore).
  */
-const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY;
+const busy = (c: ReturnType<typeof cpu>) => (c.engine ?? 0) >= CPU_BUSY || (c.wait ?? 0) >= CPU_WAIT || (c.engine ?? 0) + (c.wait ?? 0) >= CPU_BUSY || fullCore(c);
 /** A receiver's engine that waited a quarter of its run and CPU_STARVED times as long as it ran (both measured). */
 const starved = (c: ReturnType<typeof cpu>) => c.engine !== null && c.wait !== null && c.wait >= CPU_WAIT / 2 && c.wait >= CPU_STARVED * c.engine;
 /** A UDP sender that offered less than RATE_SHORTFALL of its rate over the run. */
@@ -348,7 +359,8 @@ export function judgeBottleneck(leg: LegView): Bottleneck | null {
   }
   const speeds = [leg.sender.diagnostics?.environment?.speedBitsPerSecond, leg.receiver.diagnostics?.environment?.speedBitsPerSecond].filter((v): v is number => typeof v === 'number' && v > 0);
   const speed = speeds.length ? Math.min(...speeds) : null;
-  if (speed && leg.bitsPerSecond !== null && leg.bitsPerSecond >= LINE_RATE * speed) {
+  // Payload faster than the speed an interface reports (veth's nominal 10 Gbit/s, passed at 14 on two cores) says that speed is no limit.
+  if (speed && leg.bitsPerSecond !== null && leg.bitsPerSecond >= LINE_RATE * speed && leg.bitsPerSecond <= speed) {
     return verdict('link', `${n(leg.bitsPerSecond / 1e6)} of ${n(speed / 1e6)} Mbit/s link speed`, { ...cpuEvidence, bitsPerSecond: leg.bitsPerSecond, linkBitsPerSecond: speed });
   }
   // Short of its rate with no busy CPU and no shaper: the sender was held off (stopped, or blocked), which no counter here names.

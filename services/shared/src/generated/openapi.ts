@@ -1967,7 +1967,7 @@ export interface components {
             userCpuSeconds: number;
             /** @description Of `cpuSeconds`, the time in the kernel on the engine's behalf (its system calls, and the softirq work the kernel did in its context). Softirq work on other CPUs is not in it: see `diagnostics.*.host.cpu`. */
             systemCpuSeconds: number;
-            /** @description Write calls at the sender, read completions at the receiver (UDP: datagrams). Null where the engine does not count them (iperf3 TCP). */
+            /** @description Write calls at the sender; at the receiver recv() calls (the builtin's TCP stream), or Node's read completions where it reads through Node: rr's responder, a file sink, a host where koffi cannot load (UDP: datagrams). Null where the engine does not count them (iperf3 TCP). */
             calls: number | null;
             realBitsPerSecond: number;
             cpuBitsPerSecond: number;

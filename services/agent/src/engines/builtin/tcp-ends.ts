@@ -14,6 +14,7 @@ import { IntervalSampler } from './interval-sampler.js';
 import { FileSink } from './file-ends.js';
 import type { EngineFile } from '../engine.js';
 import { readSocketBuffers, setSocketBuffers, type TcpTimes } from './sockopt.js';
+import { RawTcpListener, rawTcp } from './tcp-raw.js';
 
 export interface TcpChildInput {
   role: 'sender' | 'receiver';
@@ -44,6 +45,9 @@ export interface TcpChildResult {
  * responder writes its responses from it).
  */
 export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: Socket) => (bytes: number) => void): Promise<TcpChildResult> {
+  // A stream into memory reads its own descriptors (tcp-raw.ts); rr's responder and a file sink keep Node's sockets.
+  const raw = answerOf || input.file?.sink ? null : rawTcp();
+  if (raw && !(raw instanceof Error)) return receiveRaw(raw, input, send);
   const { streams, noDelay, interval, bufferLength } = input.params;
   return new Promise((resolve, reject) => {
     let sink: FileSink | undefined;
@@ -127,6 +131,65 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
       const address = server.address();
       send({ type: 'ready', port: typeof address === 'object' && address ? address.port : 0 });
     });
+  });
+}
+
+/**
+ * The receiving end on its own sockets (tcp-raw.ts): the same counts as `receive`'s (every byte
+ * read, each read a call, from the first byte to the last connection's end), read in big
+ * reads into one Buffer.
+ */
+function receiveRaw(lib: Exclude<ReturnType<typeof rawTcp>, Error>, input: TcpChildInput, send: Send): Promise<TcpChildResult> {
+  const { streams, interval } = input.params;
+  return new Promise((resolve, reject) => {
+    let listener: RawTcpListener;
+    try {
+      listener = RawTcpListener.open(lib, input.address, input.params.socketBuffer);
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    let bytes = 0;
+    let calls = 0;
+    let ended = 0;
+    let firstAt = 0;
+    let cpu: NodeJS.CpuUsage | undefined;
+    let socketBuffers: TcpChildResult['socketBuffers'];
+    const sampler = new IntervalSampler(interval, () => bytes, (sample) => send({ type: 'interval', interval: sample }));
+    const fail = (error: Error) => {
+      listener.close();
+      sampler.finish(performance.now());
+      reject(error);
+    };
+    listener.serve(streams, {
+      onAccept: (fd) => {
+        if (input.params.socketBuffer !== undefined) socketBuffers ??= listener.buffers(fd);
+      },
+      onData: (n) => {
+        if (firstAt === 0) {
+          firstAt = performance.now();
+          cpu = process.cpuUsage();
+          sampler.start(firstAt);
+        }
+        bytes += n;
+        calls += 1;
+      },
+      onEnd: () => {
+        ended += 1;
+        if (ended < streams) return;
+        const lastAt = performance.now();
+        listener.close();
+        if (firstAt === 0) {
+          sampler.finish(lastAt);
+          reject(new EngineFailure('no_data', 'the sender closed without sending any data'));
+          return;
+        }
+        const intervals = sampler.finish(lastAt);
+        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+      },
+      onError: fail,
+    });
+    send({ type: 'ready', port: listener.port() });
   });
 }
 

@@ -12,14 +12,14 @@ import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
 import { readSocketBuffersOf, setSocketBuffer } from './sockopt.js';
 
-const AF_INET = 2;
-const AF_INET6 = 10;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
 const SOCK_DGRAM = 2;
-const SOCK_NONBLOCK = 0o4000;
-const SOCK_CLOEXEC = 0o2000000;
-const MSG_DONTWAIT = 0x40;
+export const SOCK_NONBLOCK = 0o4000;
+export const SOCK_CLOEXEC = 0o2000000;
+export const MSG_DONTWAIT = 0x40;
 const MSG_ERRQUEUE = 0x2000;
-const EAGAIN = 11;
+export const EAGAIN = 11;
 const SOL_SOCKET = 1;
 /** SO_TIMESTAMPNS (asm-generic, as x86-64 and arm64 use): a struct timespec of two 64-bit longs; also its cmsg type. */
 const SO_TIMESTAMPNS = 35;
@@ -54,7 +54,7 @@ const CONTROL_BYTES = 64;
 /** struct cmsghdr: len (size_t), level, type; data after 16 bytes. */
 const CMSG_DATA = 16;
 
-interface Libc {
+export interface Libc {
   socket(domain: number, type: number, protocol: number): number;
   bind(fd: number, address: Buffer, length: number): number;
   connect(fd: number, address: Buffer, length: number): number;
@@ -65,9 +65,13 @@ interface Libc {
   clock_gettime(clock: number, out: Buffer): number;
   sendmmsg(fd: number, messages: Buffer, count: number, flags: number): number;
   close(fd: number): number;
+  /** The raw TCP receiver's (tcp-raw.ts). */
+  listen(fd: number, backlog: number): number;
+  accept4(fd: number, address: null, length: null, flags: number): number;
+  recv(fd: number, buffer: Buffer, length: number, flags: number): number;
 }
 
-interface Koffi {
+export interface Koffi {
   errno(): number;
   address(value: unknown): bigint;
   node: { poll(fd: number, options: { readable: boolean }, callback: () => void): { stop(): void; close(): void } };
@@ -75,7 +79,8 @@ interface Koffi {
 
 let loaded: { libc: Libc; koffi: Koffi } | Error | undefined;
 
-function load(): { libc: Libc; koffi: Koffi } | Error {
+/** libc through koffi, loaded once; an Error where it cannot load (no prebuilt koffi, another OS or CPU). */
+export function load(): { libc: Libc; koffi: Koffi } | Error {
   if (loaded) return loaded;
   try {
     if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) throw new Error(`struct layouts known for 64-bit Linux only, not ${process.platform}/${process.arch}`);
@@ -92,6 +97,9 @@ function load(): { libc: Libc; koffi: Koffi } | Error {
       clock_gettime: lib.func('int clock_gettime(int, _Out_ void *)'),
       sendmmsg: lib.func('int sendmmsg(int, void *, unsigned int, int)'),
       close: lib.func('int close(int)'),
+      listen: lib.func('int listen(int, int)'),
+      accept4: lib.func('int accept4(int, void *, void *, int)'),
+      recv: lib.func('intptr_t recv(int, void *, size_t, int)'),
     } as unknown as Libc;
     loaded = { libc, koffi: koffi as unknown as Koffi };
   } catch (error) {
@@ -125,7 +133,7 @@ export function realtimeLessMonotonic(): bigint | null {
 }
 
 /** A sockaddr_in or sockaddr_in6 for address:port. */
-function sockaddr(libc: Libc, address: string, port: number): Buffer {
+export function sockaddr(libc: Libc, address: string, port: number): Buffer {
   const v6 = isIPv6(address);
   const out = Buffer.alloc(v6 ? 28 : 16);
   out.writeUInt16LE(v6 ? AF_INET6 : AF_INET, 0);
@@ -380,6 +388,6 @@ export class BatchSocket {
   }
 }
 
-function errnoCode(errno: number): string {
+export function errnoCode(errno: number): string {
   return ({ 11: 'EAGAIN', 111: 'ECONNREFUSED', 113: 'EHOSTUNREACH', 101: 'ENETUNREACH', 110: 'ETIMEDOUT' } as Record<number, string>)[errno] ?? `errno ${errno}`;
 }

@@ -154,7 +154,7 @@ export const FIGURES: readonly Figure[] = [
     meaning: "Write (sender) or read (receiver) calls; a UDP call is a datagram (nttcp's Calls).",
     unit: 'calls', display: WHOLE('calls'), better: null, domain: COUNT,
     kinds: ALL_KINDS, engines: BOTH,
-    computed: "The builtin's count of write() calls and of read completions; iperf3 counts none for TCP (null) and a datagram per call for UDP.",
+    computed: "The builtin's count of write() calls, and of its TCP stream receiver's recv() calls (read completions where it reads through Node: rr's responder, a file sink, no koffi); iperf3 counts none for TCP (null) and a datagram per call for UDP.",
     reference: { kind: 'closed-form', against: 'bytes / bufferLength for a sender writing bufferLength per call', test: 'test/engines/contract.test.ts', case: 'the sender writes exactly bufferLength per call' },
     answers: {
       zero: '0 calls when nothing moved; null where the engine cannot count them.',
@@ -561,7 +561,7 @@ export const FIGURES: readonly Figure[] = [
       directions: "Each leg's own; a bidir matrix cell takes the worse leg's verdict with that leg's loss.",
       flows: 'Per leg; not confident when another leg shared a host.',
       stall: 'A sender short of its offered rate with a busy CPU: sender CPU.',
-      wire: 'Link speed compares payload throughput with the slower interface speed at 90%.',
+      wire: 'Link speed compares payload throughput with the slower interface speed at 90%, up to that speed (a payload past it says the speed is nominal, as veth\'s 10 Gbit/s).',
     },
     fields: ['FlowResult.bottleneck.evidence.*', 'MatrixCell.bottleneck.runs', 'Report.matrix[].cells[][].bottleneck.runs'],
     metrics: ['niclab_link_bottleneck'],
