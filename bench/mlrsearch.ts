@@ -9,7 +9,11 @@
  *   bound and an exceed ratio of 50%, the binary PDR), while bare `iperf3 -u` bursts of 1 s at
  *   4 Mbit/s go into the same shaper from the same host, each after a gap drawn from a seeded
  *   schedule (uniform in BENCH_NOISE_GAP seconds, default 8-20: spikes a trial meets now and
- *   then); each rate's coefficient of variation over the repeats.
+ *   then); each rate's coefficient of variation over the repeats. BENCH_NOISY_GOAL=final,sum
+ *   (seconds) sets the noisy MLRsearch's final trial duration and duration sum (default
+ *   BENCH_SECONDS and twice it; CSIT runs 1,21); BENCH_PHASES (default quiet,noise) picks the phases; BENCH_ENGINE (builtin, or iperf3) the
+ *   engine. The quiet phase reports each MLRsearch bound against the shaper's rate and
+ *   against what a final trial carries through its queue (the rate × (1 + 56 ms / T)).
  */
 import { bareIperf3Udp, flow, round, startLab, writeResult } from './lib.js';
 import { seededRandom as seeded } from '../test/helpers/random.js';
@@ -18,6 +22,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
 const SEED = Number(process.env.BENCH_SEED ?? 2026);
 const [GAP_MIN, GAP_MAX] = (process.env.BENCH_NOISE_GAP ?? '8-20').split('-').map(Number) as [number, number];
+const [NOISY_FINAL, NOISY_SUM] = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',').map(Number) as [number, number];
+const PHASES = (process.env.BENCH_PHASES ?? 'quiet,noise').split(',');
+const ENGINE = process.env.BENCH_ENGINE ?? 'builtin';
+/** The 20 Mbit/s tbf's queue as lab.ts sets it, s: a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
+const QUEUE_SECONDS = 0.056;
 const SIZE = 1000;
 const SHAPER_PPS = 20e6 / ((SIZE + 42) * 8);
 const BOUNDS = { min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) } };
@@ -31,7 +40,7 @@ const cv = (xs: number[]) => {
 const lab = await startLab(2, 'A=none,B=20mbit');
 try {
   const [A, B] = lab.lab.hosts;
-  const base = { engine: 'builtin', protocol: 'udp', duration: SECONDS, socketBuffer: 4194304, udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } }, flows: [flow('A', 'B')] };
+  const base = { engine: ENGINE, protocol: 'udp', duration: SECONDS, socketBuffer: 4194304, udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } }, flows: [flow('A', 'B')] };
   const run = async (search: Record<string, unknown>) => {
     const started = Date.now();
     const job = await lab.client.succeed({ ...base, search: { ...BOUNDS, ...search } }, 1_800_000);
@@ -46,8 +55,8 @@ try {
     console.log(`binary ${JSON.stringify(row)}`);
     return row;
   };
-  const mlr = async (durationSum: number) => {
-    const goal = { finalTrialDuration: SECONDS, durationSum, width: 0.01, exceedRatio: 0.5 };
+  const mlr = async (finalTrialDuration: number, durationSum: number) => {
+    const goal = { finalTrialDuration, durationSum, width: 0.01, exceedRatio: 0.5 };
     const { job, wallSeconds, report } = await run({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }] });
     const r = report.mlrSearches[0];
     const row = {
@@ -61,53 +70,62 @@ try {
   };
 
   // Cost, on the quiet link.
-  const quiet = { mlrsearch: await mlr(SECONDS), binaryNdr: await binary({ target: 'ndr' }), binaryPdr: await binary({ target: 'pdr', lossRatio: 0.005 }) };
-  const binaryTrialSeconds = quiet.binaryNdr.trialSeconds + quiet.binaryPdr.trialSeconds;
-  const cost = {
-    mlrTrialSeconds: quiet.mlrsearch.trialSeconds, binaryTrialSeconds, trialSecondsRatio: round(quiet.mlrsearch.trialSeconds / binaryTrialSeconds, 3),
+  const quiet = PHASES.includes('quiet') ? { mlrsearch: await mlr(SECONDS, SECONDS), binaryNdr: await binary({ target: 'ndr' }), binaryPdr: await binary({ target: 'pdr', lossRatio: 0.005 }) } : null;
+  const cost = quiet && {
+    mlrTrialSeconds: quiet.mlrsearch.trialSeconds, binaryTrialSeconds: quiet.binaryNdr.trialSeconds + quiet.binaryPdr.trialSeconds,
+    trialSecondsRatio: round(quiet.mlrsearch.trialSeconds / (quiet.binaryNdr.trialSeconds + quiet.binaryPdr.trialSeconds), 3),
     mlrWallSeconds: quiet.mlrsearch.wallSeconds, binaryWallSeconds: round(quiet.binaryNdr.wallSeconds + quiet.binaryPdr.wallSeconds, 1),
   };
-  console.log(`cost: ${JSON.stringify(cost)}`);
-
+  if (cost) console.log(`cost: ${JSON.stringify(cost)}`);
+  const carried = SHAPER_PPS * (1 + QUEUE_SECONDS / SECONDS);
+  const accuracy = quiet && quiet.mlrsearch.goals.map((g: { lossRatio: number; lower: number | null }) => ({
+    lossRatio: g.lossRatio, lower: g.lower, ofShaper: g.lower === null ? null : round(g.lower / SHAPER_PPS, 4),
+    ofCarried: g.lower === null ? null : round(g.lower / (g.lossRatio ? carried / (1 - g.lossRatio) : carried), 4),
+  }));
+  if (accuracy) console.log(`accuracy (${ENGINE}, final trials ${SECONDS} s, shaper ${round(SHAPER_PPS, 1)} pps, carried ${round(carried, 1)}): ${JSON.stringify(accuracy)}`);
   // Repeatability under a seeded noise schedule, running for the whole phase.
-  const random = seeded(SEED);
-  let noisy = true;
-  const bursts: { at: number; lost: number; sent: number }[] = [];
-  const burstErrors: string[] = [];
-  const phaseStarted = Date.now();
-  const noise = (async () => {
-    while (noisy) {
-      await new Promise((resolve) => setTimeout(resolve, (GAP_MIN + random() * (GAP_MAX - GAP_MIN)) * 1000));
-      if (!noisy) break;
-      // A burst that fails (its control connection crosses the shaper too) is counted, not fatal.
-      try {
-        const burst = await bareIperf3Udp(A!, B!, 1, { packetSize: SIZE, packetsPerSecond: 500 });
-        bursts.push({ at: round((Date.now() - phaseStarted) / 1000, 1), lost: burst.lost, sent: burst.sent });
-      } catch (error) {
-        burstErrors.push((error as Error).message.slice(0, 200));
+  const noisePhase = async () => {
+    const random = seeded(SEED);
+    let noisy = true;
+    const bursts: { at: number; lost: number; sent: number }[] = [];
+    const burstErrors: string[] = [];
+    const phaseStarted = Date.now();
+    const noise = (async () => {
+      while (noisy) {
+        await new Promise((resolve) => setTimeout(resolve, (GAP_MIN + random() * (GAP_MAX - GAP_MIN)) * 1000));
+        if (!noisy) break;
+        // A burst that fails (its control connection crosses the shaper too) is counted, not fatal.
+        try {
+          const burst = await bareIperf3Udp(A!, B!, 1, { packetSize: SIZE, packetsPerSecond: 500 });
+          bursts.push({ at: round((Date.now() - phaseStarted) / 1000, 1), lost: burst.lost, sent: burst.sent });
+        } catch (error) {
+          burstErrors.push((error as Error).message.slice(0, 200));
+        }
       }
+    })();
+    const mlrRuns: Awaited<ReturnType<typeof mlr>>[] = [];
+    const binaryRuns: Awaited<ReturnType<typeof binary>>[] = [];
+    try {
+      for (let i = 0; i < REPEATS; i++) {
+        mlrRuns.push(await mlr(NOISY_FINAL, NOISY_SUM));
+        binaryRuns.push(await binary({ target: 'pdr', lossRatio: 0.005 }));
+      }
+    } finally {
+      noisy = false;
+      await noise;
     }
-  })();
-  const mlrRuns: Awaited<ReturnType<typeof mlr>>[] = [];
-  const binaryRuns: Awaited<ReturnType<typeof binary>>[] = [];
-  try {
-    for (let i = 0; i < REPEATS; i++) {
-      mlrRuns.push(await mlr(2 * SECONDS));
-      binaryRuns.push(await binary({ target: 'pdr', lossRatio: 0.005 }));
-    }
-  } finally {
-    noisy = false;
-    await noise;
-  }
-  const goalValues = (index: number) => mlrRuns.map((r) => r.goals[index]!.conditional).filter((v): v is number => v !== null);
-  const repeatability = {
-    repeats: REPEATS, seed: SEED, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
-    mlrNdrConditional: cv(goalValues(0)), mlrPdrConditional: cv(goalValues(1)),
-    binaryPdrFound: cv(binaryRuns.map((r) => r.found).filter((v): v is number => v !== null)),
-    mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
+    const goalValues = (index: number) => mlrRuns.map((r) => r.goals[index]!.conditional).filter((v): v is number => v !== null);
+    const repeatability = {
+      repeats: REPEATS, seed: SEED, mlrFinalTrialDuration: NOISY_FINAL, mlrDurationSum: NOISY_SUM, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
+      mlrNdrConditional: cv(goalValues(0)), mlrPdrConditional: cv(goalValues(1)),
+      binaryPdrFound: cv(binaryRuns.map((r) => r.found).filter((v): v is number => v !== null)),
+      mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
+    };
+    console.log(`repeatability: ${JSON.stringify(repeatability)}`);
+    return { repeatability, bursts, mlrRuns, binaryRuns };
   };
-  console.log(`repeatability: ${JSON.stringify(repeatability)}`);
-  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, repeatability, bursts, mlrRuns, binaryRuns })}`);
+  const repeated = PHASES.includes('noise') ? await noisePhase() : null;
+  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, engine: ENGINE, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, accuracy, ...repeated })}`);
 } finally {
   await lab.close();
 }
