@@ -21,12 +21,38 @@ function int(text: string | null): number | null {
   return Number(text);
 }
 
-/** The host's interfaces as /sys/class/net and the kernel's address list describe them. */
+/** The host's interfaces as /sys/class/net and the kernel's address list describe them, each with its MTU range. */
 export async function readInterfaces(): Promise<AgentInterface[]> {
   const names = (await readdir(SYS)).filter(isInterfaceName).sort();
   const addresses = networkInterfaces();
-  const found = await Promise.all(names.map((name) => readInterface(name, addresses)));
-  return found.filter((iface): iface is AgentInterface => iface !== null);
+  const [found, indexes] = await Promise.all([Promise.all(names.map((name) => readInterface(name, addresses))), Promise.all(names.map((name) => read(`${SYS}/${name}/ifindex`)))]);
+  const ranges = await mtuRanges(names.map((name, i) => `${name}#${indexes[i]}`).join(' '));
+  return found.filter((iface): iface is AgentInterface => iface !== null).map((iface) => ({ ...iface, mtuRange: ranges.get(iface.name) ?? null }));
+}
+
+type MtuRange = NonNullable<AgentInterface['mtuRange']>;
+let knownRanges: { key: string; ranges: Map<string, MtuRange> } | undefined;
+
+/**
+ * Each interface's MTU range as the kernel has it (`ip -d -j link show`: min_mtu and max_mtu,
+ * which /sys does not show). A driver's range does not change, so `ip` runs again only when the
+ * interfaces do (`key`: their names and ifindexes), not at every heartbeat. A max_mtu of 0 is no
+ * limit (lo): no range. Without `ip`, no ranges, asked again at the next heartbeat.
+ */
+async function mtuRanges(key: string): Promise<Map<string, MtuRange>> {
+  if (knownRanges?.key === key) return knownRanges.ranges;
+  try {
+    const links = JSON.parse(await command('ip', ['-d', '-j', 'link', 'show'])) as { ifname?: unknown; min_mtu?: unknown; max_mtu?: unknown }[];
+    const ranges = new Map<string, MtuRange>();
+    for (const link of links) {
+      if (typeof link.ifname !== 'string' || typeof link.min_mtu !== 'number' || typeof link.max_mtu !== 'number' || link.max_mtu <= 0) continue;
+      ranges.set(link.ifname, { min: link.min_mtu, max: link.max_mtu });
+    }
+    knownRanges = { key, ranges };
+    return ranges;
+  } catch {
+    return new Map();
+  }
 }
 
 /** One interface, or null when the host has none of that name. */

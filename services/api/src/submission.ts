@@ -15,7 +15,7 @@ import { CONFIDENCE } from '@niclab/shared/domain/statistics';
 import { HttpProblem } from '@niclab/shared/runtime/problem';
 import { kindOf } from '@niclab/shared/domain/test-kinds/index';
 import { jobTuningErrors } from '@niclab/shared/domain/tuning-rules';
-import { tuningConflicts } from '@niclab/shared/domain/end-tuning';
+import { tunedEnds, tuningConflicts, type Role } from '@niclab/shared/domain/end-tuning';
 import { withFileDefaults } from '@niclab/shared/domain/file-io/spec';
 import { fileInventoryErrors } from '@niclab/shared/domain/file-io/inventory';
 import { checkLimits } from './access.js';
@@ -72,6 +72,32 @@ function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
   return errors;
 }
 
+/** The field that sets an end's MTU: the swept value, else its role's block, else the shorthand. */
+function mtuField(spec: JobSpec, role: Role, mtu: number): string {
+  const swept = spec.sweep?.mtu?.indexOf(mtu) ?? -1;
+  if (swept >= 0) return `body.sweep.mtu[${swept}]`;
+  return spec.tuning?.[role]?.mtu !== undefined ? `body.tuning.${role}.mtu` : 'body.tuning.mtu';
+}
+
+/**
+ * An MTU an end would set outside the range its interface's driver takes (the agent reports
+ * min_mtu and max_mtu): refused now, naming the field, rather than a run that fails when `ip link
+ * set` is refused. Interfaces whose range is not known are left to the run.
+ */
+function mtuRangeErrors(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
+  if (!spec.tuning && !spec.sweep?.mtu) return [];
+  const errors: FieldError[] = [];
+  for (const shape of campaignOf(spec).runShapes(spec)) {
+    for (const end of tunedEnds(runSpec(spec, shape), shape.point)) {
+      const mtu = end.tuning?.mtu;
+      const range = agents.get(end.agent)?.interfaces.find((i) => i.name === end.interface)?.mtuRange;
+      if (mtu === undefined || !range || (mtu >= range.min && mtu <= range.max)) continue;
+      errors.push({ field: mtuField(spec, end.role, mtu), message: `${end.agent}:${end.interface} takes an MTU of ${range.min} to ${range.max} (its driver's min_mtu and max_mtu), not ${mtu}` });
+    }
+  }
+  return unique(errors);
+}
+
 /** Defaults the schema cannot state (they depend on other fields), filled in so the stored job shows them. */
 export function withDefaults(spec: JobSpec): JobSpec {
   const filled = { ...spec };
@@ -84,7 +110,7 @@ export function withDefaults(spec: JobSpec): JobSpec {
 export function submissionErrors(spec: JobSpec, registered: Agent[]): FieldError[] {
   const errors = consistency(spec);
   const agents = new Map(registered.map((agent) => [agent.id, agent]));
-  errors.push(...inventory(spec, agents), ...fileInventoryErrors(spec, agents));
+  errors.push(...inventory(spec, agents), ...fileInventoryErrors(spec, agents), ...mtuRangeErrors(spec, agents));
   // Each flow runs its own test with its own engine on its own agents.
   const reasons = new Map<string, string>();
   spec.flows.forEach((flow, i) => {

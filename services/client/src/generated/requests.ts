@@ -2679,6 +2679,11 @@ export interface components {
             name: components["schemas"]["InterfaceName"];
             mac: string | null;
             mtu: number | null;
+            /** @description The MTUs the interface's driver takes (the kernel's min_mtu and max_mtu, as `ip -d link` prints them): a job that would set an MTU outside them is refused at submission (422 naming the field), not left to fail its run. Null where the driver sets no limit (lo, ifb), or where the agent could not ask; absent from an agent older than this field. */
+            mtuRange?: {
+                min: number;
+                max: number;
+            } | null;
             /** @description Link speed; null where the driver does not report one (veth, lo). */
             speedBitsPerSecond: number | null;
             /** @description up, down, unknown (lo), lowerlayerdown, ... */
