@@ -83,6 +83,18 @@ try {
     ofCarried: g.lower === null ? null : round(g.lower / (g.lossRatio ? carried / (1 - g.lossRatio) : carried), 4),
   }));
   if (accuracy) console.log(`accuracy (${ENGINE}, final trials ${SECONDS} s, shaper ${round(SHAPER_PPS, 1)} pps, carried ${round(carried, 1)}): ${JSON.stringify(accuracy)}`);
+  // The reference, as test/lab/mlrsearch.test.ts takes it: bare iperf3 -u for a final trial's
+  // length one 1% step below each lower bound (within its goal) and two above the PDR's (beyond it).
+  const bare = [];
+  if (accuracy && accuracy.every((g: { lower: number | null }) => g.lower !== null)) {
+    const [ndr, pdr] = accuracy as { lower: number }[];
+    for (const [at, step] of [[ndr!.lower, -1], [pdr!.lower, -1], [pdr!.lower, 2]] as const) {
+      const packetsPerSecond = Math.round(at * (1 + step / 100));
+      const r = await bareIperf3Udp(A!, B!, SECONDS, { packetSize: SIZE, packetsPerSecond, socketBuffer: 4194304 });
+      bare.push({ packetsPerSecond, step, lost: r.lost, sent: r.sent, lossRatio: round(r.lossRatio, 5) });
+    }
+    console.log(`bare iperf3 (1% steps: below the NDR, below the PDR, two above the PDR): ${JSON.stringify(bare)}`);
+  }
   // Repeatability under a seeded noise schedule, running for the whole phase.
   const noisePhase = async () => {
     const random = seeded(SEED);
@@ -125,7 +137,7 @@ try {
     return { repeatability, bursts, mlrRuns, binaryRuns };
   };
   const repeated = PHASES.includes('noise') ? await noisePhase() : null;
-  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, engine: ENGINE, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, accuracy, ...repeated })}`);
+  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, engine: ENGINE, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, accuracy, bare, ...repeated })}`);
 } finally {
   await lab.close();
 }
