@@ -51,6 +51,22 @@ test('store_interrupted is made again twice whatever retries says, and does not 
   assert.equal(new RetryPolicy(1).again(failed('deadline_exceeded')), false, 'not retryable, with a retry to spare');
 });
 
+test("past its two free remakes, store_interrupted falls back to the job's retries, which retryable errors share", () => {
+  const two = new RetryPolicy(2);
+  for (let i = 0; i < 2; i++) assert.equal(two.again(failed('store_interrupted')), true, `free remake ${i + 1}`);
+  assert.equal(two.again(failed('store_interrupted')), true, 'the third, as the first of two retries');
+  assert.equal(two.again(failed('peer_unavailable')), true, 'the second retry');
+  assert.equal(two.again(failed('store_interrupted')), false, 'free remakes and retries both used up');
+  assert.equal(two.again(failed('agent_lost')), false);
+  assert.deepEqual(two.earlier.map((e) => e.error.code), ['store_interrupted', 'store_interrupted', 'store_interrupted', 'peer_unavailable']);
+  // A retryable failure first leaves the free remakes as they were.
+  const one = new RetryPolicy(1);
+  assert.equal(one.again(failed('peer_unavailable')), true);
+  assert.equal(one.again(failed('store_interrupted')), true);
+  assert.equal(one.again(failed('store_interrupted')), true);
+  assert.equal(one.again(failed('store_interrupted')), false, 'the one retry went to peer_unavailable');
+});
+
 test("RedisGaps: a connection's gap (a real server closing it) counts for a run that was under way then, not for one that starts after", async () => {
   const connection: Redis = createRedis(url, { patient: true });
   const other: Redis = createRedis(url);

@@ -8,7 +8,7 @@ export type EarlierAttempt = NonNullable<Run['earlierAttempts']>[number];
  * measurement (RUN_ERRORS' `retryable`) is made again, a new run id at the same index, at most
  * `retries` times. An attempt lost with its coordinator is kept in the record but not counted;
  * so is one that failed because Redis went away under it (store_interrupted), made again up to
- * STORE_REMAKES times whatever `retries` says.
+ * STORE_REMAKES times whatever `retries` says, and after those only as a retry the job has left.
  */
 export class RetryPolicy {
   readonly earlier: EarlierAttempt[];
@@ -25,13 +25,31 @@ export class RetryPolicy {
   /** Whether `run` earns another attempt; when it does, it is recorded as an earlier attempt. */
   again(run: Run): boolean {
     if (run.status !== 'failed' || !run.error) return false;
-    const { code } = run.error;
-    const kind: RunErrorKind = RUN_ERRORS[code];
-    // A remade error counts its own earlier attempts against STORE_REMAKES; a retryable one, every retryable attempt against `retries`.
-    const limit = kind.remade ? STORE_REMAKES : kind.retryable ? this.retries : 0;
-    const counted = this.earlier.filter((e) => (kind.remade ? e.error.code === code : RUN_ERRORS[e.error.code].retryable)).length;
-    if (counted >= limit) return false;
+    const kind: RunErrorKind = RUN_ERRORS[run.error.code];
+    if (!kind.retryable && !kind.remade) return false;
+    // A remade error is free STORE_REMAKES times; past them, and for a retryable one, the job's `retries` decides.
+    const free = kind.remade === true && this.remade(run.error.code) < STORE_REMAKES;
+    if (!free && this.retriesUsed() >= this.retries) return false;
     this.earlier.push({ id: run.id, startedAt: run.startedAt, finishedAt: run.finishedAt, error: run.error });
     return true;
+  }
+
+  private remade(code: string): number {
+    return this.earlier.filter((e) => e.error.code === code).length;
+  }
+
+  /** The earlier attempts counted against `retries`: every retryable one, and each remade one past its STORE_REMAKES. */
+  private retriesUsed(): number {
+    const remakes = new Map<string, number>();
+    let used = 0;
+    for (const { error } of this.earlier) {
+      const kind: RunErrorKind = RUN_ERRORS[error.code];
+      if (kind.remade) {
+        const n = (remakes.get(error.code) ?? 0) + 1;
+        remakes.set(error.code, n);
+        if (n > STORE_REMAKES) used++;
+      } else if (kind.retryable) used++;
+    }
+    return used;
   }
 }

@@ -13,7 +13,7 @@ export interface RunErrorKind {
   cause?: boolean;
   /** A consequence of another failure: a root cause is reported in preference. */
   consequence?: boolean;
-  /** niclab's own outage, not the lab's: always made again, not counted against `retries` (at most STORE_REMAKES times). */
+  /** niclab's own outage, not the lab's: made again STORE_REMAKES times without counting against `retries`; past that, only as one of them. */
   remade?: boolean;
 }
 
@@ -34,7 +34,7 @@ export const RUN_ERRORS = {
   agent_offline: { meaning: 'An agent of the run was offline when the run was to start.', retryable: true, fault: 'host' },
   peer_unavailable: { meaning: 'A receiver did not start within half the setup allowance.', retryable: true, fault: 'host' },
   coordinator_lost: { meaning: 'The coordinator running the attempt died; another resumed the job.', retryable: false, fault: 'niclab' },
-  store_interrupted: { meaning: "Redis failed over or restarted during the run, and the run then failed for want of a message (a task, a receiver's reply or an end's report that the old master had not passed on): the message gives the failure. The run is made again, up to twice, not counted against retries.", retryable: false, fault: 'niclab', remade: true },
+  store_interrupted: { meaning: "Redis failed over or restarted during the run, and the run then failed for want of a message (a task, a receiver's reply or an end's report that the old master had not passed on): the message gives the failure. The run is made again twice without counting against retries; past that, only as one of the job's retries.", retryable: false, fault: 'niclab', remade: true },
   coordinator_shutdown: { meaning: 'A coordinator shutdown interrupted the run; it is made again when the job resumes.', retryable: false, fault: 'niclab' },
   connect_failed: { meaning: 'The sender could not connect to its receiver.', retryable: false, fault: 'lab' },
   engine_failed: { meaning: 'The engine failed; the diagnostics hold its command line and output.', retryable: false, fault: 'engine' },

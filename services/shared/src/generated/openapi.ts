@@ -742,7 +742,7 @@ export interface components {
              *     keeps its index; `attempt` and `earlierAttempts` record what happened. A run whose
              *     coordinator died (`coordinator_lost`) is always made again and does not count; so is
              *     one that failed because Redis failed over or restarted under it (`store_interrupted`,
-             *     up to twice).
+             *     twice; a third and later use these retries).
              * @default 0
              */
             retries: number;
@@ -1817,8 +1817,8 @@ export interface components {
         };
         /**
          * @description Machine-readable. `agent_lost`, `agent_offline` and `peer_unavailable` are retryable
-         *     (a job's `retries` makes such a run again); `store_interrupted` is made again whatever
-         *     `retries` says (up to twice); the README's "Run errors" table says what each means.
+         *     (a job's `retries` makes such a run again); `store_interrupted` is made again twice whatever
+         *     `retries` says, and after that as one of them; the README's "Run errors" table says what each means.
          * @enum {string}
          */
         RunErrorCode: "canceled" | "deadline_exceeded" | "no_data" | "no_report" | "agent_shutdown" | "agent_lost" | "agent_offline" | "peer_unavailable" | "coordinator_lost" | "store_interrupted" | "coordinator_shutdown" | "connect_failed" | "engine_failed" | "engine_unavailable" | "invalid_task" | "interface_missing" | "interface_down" | "no_address" | "tuning_failed" | "path_mtu" | "file_refused" | "file_io" | "enqueue_failed" | "not_runnable" | "over_limit" | "search_inconclusive" | "runs_failed";
