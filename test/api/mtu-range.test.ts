@@ -52,6 +52,8 @@ test('an MTU outside what the interface takes is a 422 naming the field: job-wid
       ['the sender\'s block on lo, whose range is not known: left to the run', spec({ tuning: { sender: { mtu: 16000 } } }, 'ens1f0', 'lo'), 202],
       ['job-wide, under the smallest a driver takes', spec({ tuning: { mtu: 576 } }, 'ens1f1', 'ens1f1'), 422, 'body.tuning.mtu', /^ranged:ens1f1 takes an MTU of 1280 to 9000 .*, not 576$/],
       ['a sweep, its third point', spec({ sweep: { mtu: [1500, 9000, 16000] } }), 422, 'body.sweep.mtu[2]', /not 16000$/],
+      // A factorial's cells that leave the receiver untuned give it the shorthand's MTU: that is the field at fault, not the receiver's block (9000 is within its range).
+      ['a factorial, the shorthand out of range and the receiver\'s own MTU in it', spec({ tuning: { mtu: 16000, sender: { txqueuelen: 2000 }, receiver: { mtu: 9000 } }, factorial: {}, repeat: 2 }, 'ens1f0', 'lo'), 422, 'body.tuning.mtu', /not 16000$/],
     ];
     for (const [name, body, status, field, message] of cases) {
       const res = await request(stack.app).post('/v1/jobs').set('content-type', 'application/json').send(JSON.stringify(body));

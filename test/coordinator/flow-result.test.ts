@@ -22,7 +22,7 @@ test('UDP: sent = received + lost from the two ends, one-way delay only where bo
 
 test("pathVerified: both named interfaces' counters hold at least what the receiver got, not what the sender wrote into its socket", () => {
   const nic = (txBytes: number, rxBytes: number) => ({ agent: 'A', interface: 'eth1', rxBytes, txBytes, rxPackets: 0, txPackets: 0, rxErrors: 0, txErrors: 0, rxDropped: 0, txDropped: 0 });
-  const figures = (bytes: number) => ({ bytes, realSeconds: 2, cpuSeconds: 0.1, userCpuSeconds: 0.05, systemCpuSeconds: 0.05, calls: 1, realBitsPerSecond: bytes * 4, cpuBitsPerSecond: 0, realCallsPerSecond: 0, cpuCallsPerSecond: 0, serviceDemand: 0 });
+  const figures = (bytes: number) => ({ bytes, realSeconds: 2, cpuSeconds: 0.1, userCpuSeconds: 0.05, systemCpuSeconds: 0.05, calls: 1, realBitsPerSecond: bytes * 4, cpuBitsPerSecond: 0, realCallsPerSecond: 0, cpuCallsPerSecond: 0, serviceDemand: null });
   const verified = (sent: number, received: number, tx: number, rx: number) =>
     flowResult(TEST_KINDS.stream, flow, leg, end('sender', { figures: figures(sent), nic: nic(tx, 0) }), end('receiver', { figures: figures(received), nic: nic(0, rx) })).pathVerified;
   // iperf3 through a 20 Mbit/s tbf (test/lab/flows): it wrote 5,483,576 B; 4,805,912 B arrived, 4,899,102 B (with headers) left A's eth1.

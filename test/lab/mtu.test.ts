@@ -117,4 +117,17 @@ describe('the path MTU proven before a run at it', { skip: NOT_ROOT }, () => {
       assert.ok(f.bitsPerSecond > 0 && bareRate > 0);
     }
   });
+
+  test("the MTU range an end's agent reports is the one its kernel takes: A's eth1 (veth) sets its max and min, and refuses one past either", async () => {
+    const [a] = t.lab.hosts as [typeof t.lab.hosts[0]];
+    const { body } = await t.client.call('getAgent', 'GET', '/v1/agents/A');
+    const range = body.interfaces.find((i: { name: string }) => i.name === 'eth1')?.mtuRange;
+    assert.ok(range && range.min > 0 && range.max > range.min, JSON.stringify(range));
+    const takes = (mtu: number) => command('ip', ['-n', a.namespace, 'link', 'set', 'eth1', 'mtu', String(mtu)]).then(() => true, () => false);
+    try {
+      assert.deepEqual(await Promise.all([range.min - 1, range.min, range.max, range.max + 1].map(async (mtu) => [mtu, await takes(mtu)])), [[range.min - 1, false], [range.min, true], [range.max, true], [range.max + 1, false]]);
+    } finally {
+      await command('ip', ['-n', a.namespace, 'link', 'set', 'eth1', 'mtu', '1500']);
+    }
+  });
 });

@@ -1705,4 +1705,22 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/api/mtu-range.test.ts'],
     pattern: 'outside what the interface takes',
   },
+  {
+    id: 'mtu-range-field-by-presence',
+    what: "an out-of-range MTU is blamed on a role's block whenever it sets an MTU, though a factorial cell leaving that role untuned used the shorthand's",
+    file: 'services/api/src/submission.ts',
+    from: 'return spec.tuning?.[role]?.mtu === mtu ?',
+    to: 'return spec.tuning?.[role]?.mtu !== undefined ?',
+    tests: ['test/api/mtu-range.test.ts'],
+    pattern: 'outside what the interface takes',
+  },
+  {
+    id: 'mtu-range-max-off-by-one',
+    what: "an interface's largest MTU reported one short of what its kernel takes",
+    file: 'services/agent/src/interfaces.ts',
+    from: 'ranges.set(link.ifname, { min: link.min_mtu, max: link.max_mtu });',
+    to: 'ranges.set(link.ifname, { min: link.min_mtu, max: link.max_mtu - 1 });',
+    tests: ['test/lab/mtu.test.ts'],
+    pattern: 'the one its kernel takes',
+  },
 ];

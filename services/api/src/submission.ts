@@ -72,11 +72,15 @@ function inventory(spec: JobSpec, agents: Map<string, Agent>): FieldError[] {
   return errors;
 }
 
-/** The field that sets an end's MTU: the swept value, else its role's block, else the shorthand. */
+/**
+ * The field that set an end's MTU: the swept value, else its role's block when that block's MTU
+ * is the one in force (a factorial cell that leaves the role untuned keeps the shorthand's),
+ * else the shorthand.
+ */
 function mtuField(spec: JobSpec, role: Role, mtu: number): string {
   const swept = spec.sweep?.mtu?.indexOf(mtu) ?? -1;
   if (swept >= 0) return `body.sweep.mtu[${swept}]`;
-  return spec.tuning?.[role]?.mtu !== undefined ? `body.tuning.${role}.mtu` : 'body.tuning.mtu';
+  return spec.tuning?.[role]?.mtu === mtu ? `body.tuning.${role}.mtu` : 'body.tuning.mtu';
 }
 
 /**

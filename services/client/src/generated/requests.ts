@@ -647,8 +647,9 @@ export interface components {
          *     and a factorial's `tuning.sender` and `tuning.receiver` each changing something over
          *     the shorthand. Beyond the schema, a submission is refused only for the live
          *     inventory: an agent unknown or offline, an interface missing, down or without an
-         *     address, an engine its agent cannot run (with the agent's reason), a search without
-         *     `max` whose sender reports no link speed, and a token's limits.
+         *     address, an MTU outside what an end's interface takes (its `mtuRange`), an engine its
+         *     agent cannot run (with the agent's reason), a search without `max` whose sender reports
+         *     no link speed, and a token's limits.
          */
         JobSpec: {
             /** @default builtin */

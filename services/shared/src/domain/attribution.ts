@@ -227,9 +227,11 @@ export const busiestBy = (b: Busiest, engineShare: number | null): 'softirq' | '
   return b.engine && engineShare !== null && engineShare >= (b.busy - b.softirq) / 2 ? 'the engine' : 'another task';
 };
 /**
- * The engine's core was full and the engine the main user of it: the busiest CPU, where the
+ * The engine's core was full and the engine a large user of it: the busiest CPU, where the
  * engine ran most of the run, at least CPU_BUSY busy (its softirq work and any other task's
- * included), and the engine's own share of a core at least ENGINE_HEADROOM. The engine's CPU
+ * included), and the engine's own share of a core at least ENGINE_HEADROOM. The rest may be
+ * the kernel's packet work for this end (softirq): the verdict is this end's CPU either way,
+ * and its reason says which of the two had the core most (busiestBy). The engine's CPU
  * alone can stay under CPU_BUSY while its core is full: the kernel's packet work runs there as
  * softirq (charged to whichever task it interrupts, or to none), and an engine that waited for
  * its share of a core does not show the wait as its own time. The core's busy share is the union
@@ -259,8 +261,8 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
 /**
  * What limited a leg, from its figures and both ends' host counters. Rules, in order:
  * An end's CPU is "busy" when its engine used CPU_BUSY of a core, or waited for a CPU at least
- * CPU_WAIT of the run, or the two together reach CPU_BUSY (another task had the core; the
- * core's busy share is evidence only).
+ * CPU_WAIT of the run, or the two together reach CPU_BUSY (another task had the core), or its
+ * core was full with the engine at ENGINE_HEADROOM of it (fullCore).
  * 1. UDP sender below RATE_SHORTFALL of its offered rate with a busy CPU, and no shaper at the
  *    sender that held packets back (unless the engine used CPU_BUSY of a core itself): sender CPU.
  * 2. UDP loss: the place that lost the most names it (sender qdisc, or link when that qdisc is a
@@ -270,7 +272,7 @@ const cpuText = (c: ReturnType<typeof cpu>) =>
  * 3. TCP: an end's busy CPU names that end's CPU; receive-queue drops, or the receiver's window
  *    holding the sender back WINDOW_LIMITED of its busy time (TCP_INFO), the receiver socket buffer.
  * 4. No loss: a shaper at the sender that held packets back (overlimits), or throughput at
- *    LINE_RATE of the link speed, is the link.
+ *    LINE_RATE of the link speed and not above it (a veth's nominal speed is no limit), is the link.
  * 5. UDP: none (the offered rate went through). TCP: path, or none (judgeTcpPath).
  */
 export function judgeBottleneck(leg: LegView): Bottleneck | null {
