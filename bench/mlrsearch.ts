@@ -25,6 +25,9 @@ const [GAP_MIN, GAP_MAX] = (process.env.BENCH_NOISE_GAP ?? '8-20').split('-').ma
 const [NOISY_FINAL, NOISY_SUM] = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',').map(Number) as [number, number];
 const PHASES = (process.env.BENCH_PHASES ?? 'quiet,noise').split(',');
 const ENGINE = process.env.BENCH_ENGINE ?? 'builtin';
+if (!(NOISY_FINAL > 0 && NOISY_SUM >= NOISY_FINAL)) throw new Error(`BENCH_NOISY_GOAL is final,sum in seconds, the sum at least the final trial's duration: not ${process.env.BENCH_NOISY_GOAL}`);
+if (!PHASES.length || PHASES.some((p) => p !== 'quiet' && p !== 'noise')) throw new Error(`BENCH_PHASES takes quiet and/or noise: not ${process.env.BENCH_PHASES}`);
+if (ENGINE !== 'builtin' && ENGINE !== 'iperf3') throw new Error(`BENCH_ENGINE is builtin or iperf3: not ${ENGINE}`);
 /** The 20 Mbit/s tbf's queue as lab.ts sets it, s: a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
 const QUEUE_SECONDS = 0.056;
 const SIZE = 1000;
@@ -117,10 +120,20 @@ try {
     })();
     const mlrRuns: Awaited<ReturnType<typeof mlr>>[] = [];
     const binaryRuns: Awaited<ReturnType<typeof binary>>[] = [];
+    // A search that could not conclude (every attempt at a trial void: niclab's sender stalled) is a result too: recorded, not fatal.
+    const failed: { search: string; repeat: number; error: string }[] = [];
+    const attempt = async <T>(search: string, repeat: number, runs: T[], make: () => Promise<T>) => {
+      try {
+        runs.push(await make());
+      } catch (error) {
+        failed.push({ search, repeat, error: (error as Error).message.slice(0, 400) });
+        console.log(`${search} repeat ${repeat} failed: ${failed.at(-1)!.error}`);
+      }
+    };
     try {
       for (let i = 0; i < REPEATS; i++) {
-        mlrRuns.push(await mlr(NOISY_FINAL, NOISY_SUM));
-        binaryRuns.push(await binary({ target: 'pdr', lossRatio: 0.005 }));
+        await attempt('mlrsearch', i + 1, mlrRuns, () => mlr(NOISY_FINAL, NOISY_SUM));
+        await attempt('binary', i + 1, binaryRuns, () => binary({ target: 'pdr', lossRatio: 0.005 }));
       }
     } finally {
       noisy = false;
@@ -131,7 +144,7 @@ try {
       repeats: REPEATS, seed: SEED, mlrFinalTrialDuration: NOISY_FINAL, mlrDurationSum: NOISY_SUM, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
       mlrNdrConditional: cv(goalValues(0)), mlrPdrConditional: cv(goalValues(1)),
       binaryPdrFound: cv(binaryRuns.map((r) => r.found).filter((v): v is number => v !== null)),
-      mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
+      failed, mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
     };
     console.log(`repeatability: ${JSON.stringify(repeatability)}`);
     return { repeatability, bursts, mlrRuns, binaryRuns };
