@@ -389,5 +389,5 @@ export class BatchSocket {
 }
 
 export function errnoCode(errno: number): string {
-  return ({ 11: 'EAGAIN', 111: 'ECONNREFUSED', 113: 'EHOSTUNREACH', 101: 'ENETUNREACH', 110: 'ETIMEDOUT' } as Record<number, string>)[errno] ?? `errno ${errno}`;
+  return ({ 11: 'EAGAIN', 24: 'EMFILE', 98: 'EADDRINUSE', 99: 'EADDRNOTAVAIL', 101: 'ENETUNREACH', 104: 'ECONNRESET', 110: 'ETIMEDOUT', 111: 'ECONNREFUSED', 113: 'EHOSTUNREACH' } as Record<number, string>)[errno] ?? `errno ${errno}`;
 }
