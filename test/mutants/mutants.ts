@@ -561,6 +561,14 @@ export const MUTANTS: Mutant[] = [
     pattern: 'only when it changed',
   },
   {
+    id: 'end-only-from-running',
+    what: 'a job whose move to running a failover lost stays queued for good: its coordinator ends it only from running, and BullMQ completes its entry',
+    file: 'services/coordinator/src/coordinator.ts',
+    from: "if (!ended && (await this.store.status(job.id)) === 'queued') {",
+    to: "if (!ended && (await this.store.status(job.id)) === 'canceled') {",
+    tests: ['test/coordinator/lost-start.test.ts'],
+  },
+  {
     id: 'store-gap-assumed',
     what: 'a run that failed for want of a message is store_interrupted although Redis was there all along',
     file: 'services/coordinator/src/run-outcome.ts',

@@ -244,7 +244,8 @@ export class Coordinator {
       // for it). Found running already, it goes on: a failover can hand BullMQ's job to this
       // coordinator again while its earlier take (which the fence stops) moved it.
       let started: Promise<boolean> | undefined;
-      const moveToRunning = async () => (await this.store.transition(jobId, ['queued'], 'running', { startedAt: new Date().toISOString() })) || (await this.store.status(jobId)) === 'running';
+      let startedAt: string | undefined;
+      const moveToRunning = async () => (await this.store.transition(jobId, ['queued'], 'running', { startedAt: (startedAt = new Date().toISOString()) })) || (await this.store.status(jobId)) === 'running';
       const start = () => (started ??= moveToRunning());
       const nextRound = () => strategy.nextRound?.(finished) ?? [strategy.next(finished)].filter((plan): plan is PlannedRun => plan !== null);
       for (let round = nextRound(); round.length > 0; round = nextRound()) {
@@ -264,7 +265,7 @@ export class Coordinator {
       if (controller.signal.aborted || !(await fence())) return; // canceled by the API, or another coordinator has it
       // Runs still to make (one could not start): the job is not ended on the runs it has; BullMQ takes it again.
       if (nextRound().length > 0) throw new Error(`job ${jobId} stopped with runs still to make; it is taken again`);
-      await this.finish(job, finished, strategy.outcome(finished), log);
+      await this.finish(job, finished, strategy.outcome(finished), log, startedAt);
     } finally {
       this.active.delete(jobId);
     }
@@ -305,7 +306,7 @@ export class Coordinator {
   }
 
   /** The job ends as its campaign judges its runs (every run must succeed, a search must conclude, a group must measure a pair). */
-  private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger): Promise<void> {
+  private async finish(job: Job, finished: ReadonlyMap<number, Run>, error: ErrorInfo | null, log: Logger, startedAt?: string): Promise<void> {
     // A Redis failover loses what the old master had acknowledged but not yet passed to its
     // replica: a run's record among them, which would leave a job ended on the new master
     // without it (the failover test saw a job succeed with no run). What this coordinator
@@ -325,7 +326,28 @@ export class Coordinator {
       // The job's end is not held up by its one-line summary: the report has the figures.
       log.error({ err: error }, 'what the job found could not be worked out');
     }
-    await this.store.transition(job.id, ['running'], status, { finishedAt, error, pairs, finding });
+    const end = { finishedAt, error, pairs, finding };
+    let ended = await this.store.transition(job.id, ['running'], status, end);
+    if (!ended && (await this.store.status(job.id)) === 'queued') {
+      // The job's move to running is not waited for (no WAIT): a failover can lose it while
+      // keeping BullMQ's take and the lease grant (waited for just before it), so the job is
+      // queued on the new master though this coordinator, which still holds it (the fence before
+      // this), made every run. Ended only from running, it stayed queued for good: BullMQ
+      // completed its entry, and nothing takes a queued job without one (the failover test at
+      // NICLAB_FAILOVER_LAG_MS=400: 4 jobs in 5 runs, each run started under 350 ms before the
+      // kill). Nothing moves a job back to queued, so here that is the lost move; a cancel
+      // meanwhile (queued to canceled) still wins. The writes just before the move went with it
+      // (the lease wait's end among them), and its start is this take's, or its first run's.
+      const firstRun = [...finished.values()].map((run) => run.earlierAttempts?.[0]?.startedAt ?? run.startedAt).filter((at): at is string => !!at).sort()[0];
+      const at = startedAt ?? firstRun ?? finishedAt;
+      await this.store.setWaiting(job.id, null);
+      ended = await this.store.transition(job.id, ['queued'], status, { ...end, startedAt: at });
+      if (ended) log.warn({ startedAt: at }, "the job's move to running was lost with Redis's old master: ended from queued");
+    }
+    if (!ended) {
+      log.warn({ status: await this.store.status(job.id), outcome: status }, 'job not ended by its runs: its status had moved on (a cancel)');
+      return;
+    }
     const failedRuns = [...finished.values()].filter((r) => r.status === 'failed').length;
     log.info({ outcome: error ? 'failed' : 'succeeded', failedRuns, ...(pairs ? { pairsMeasured: pairs.measured, pairsFailed: pairs.failed } : {}) }, 'job finished');
   }
