@@ -63,6 +63,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * start instant, then both ends' reports gathered into the run. A BullMQ worker; any number
  * of coordinators can share the queue.
  */
+/** How long stop() lets a worker still connecting finish before closing it. */
+const WORKER_READY_ON_STOP_MS = 3000;
+
 export class Coordinator {
   private readonly keys: Keys;
   private readonly redis: Redis;
@@ -210,6 +213,10 @@ export class Coordinator {
     clearInterval(this.estimateTimer);
     clearInterval(this.pruneTimer);
     for (const controller of this.active.values()) controller.abort(SHUTDOWN);
+    // A worker closed while its connections still initialise (a Ctrl-C during start-up) crashes
+    // the process: BullMQ drops its listeners, then the init our disconnect cuts short emits an
+    // 'error' no one hears (an unhandled rejection; CI at 04e5a29). Let it finish first, bounded.
+    if (this.worker) await Promise.race([this.worker.waitUntilReady().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, WORKER_READY_ON_STOP_MS).unref())]);
     await this.worker?.close();
     this.workerConnection?.disconnect();
     await Promise.all([...this.agentQueues.values()].map((queue) => queue.close()));
