@@ -126,8 +126,8 @@ if (small) {
           }
           if (passed) low = pps;
           else high = pps;
-          if (low === SMALL_BOUNDS.max || (high !== null && high <= SMALL_BOUNDS.min)) next = null;
-          else if (high === null) next = null;
+          // The first trial is at max: past it, either max passed (low) or a rate failed (high).
+          if (low === SMALL_BOUNDS.max || high === null || high <= SMALL_BOUNDS.min) next = null;
           else {
             const from = low ?? SMALL_BOUNDS.min;
             next = (high - from) / high <= SMALL_BOUNDS.resolutionPercent / 100 || high - from <= 1 ? (low === null ? SMALL_BOUNDS.min : null) : Math.round((from + high) / 2);

@@ -25,9 +25,9 @@ function int(text: string | null): number | null {
 export async function readInterfaces(): Promise<AgentInterface[]> {
   const names = (await readdir(SYS)).filter(isInterfaceName).sort();
   const addresses = networkInterfaces();
-  const [found, indexes] = await Promise.all([Promise.all(names.map((name) => readInterface(name, addresses))), Promise.all(names.map((name) => read(`${SYS}/${name}/ifindex`)))]);
-  const ranges = await mtuRanges(names.map((name, i) => `${name}#${indexes[i]}`).join(' '));
-  return found.filter((iface): iface is AgentInterface => iface !== null).map((iface) => ({ ...iface, mtuRange: ranges.get(iface.name) ?? null }));
+  const found = (await Promise.all(names.map((name) => readInterface(name, addresses)))).filter((iface): iface is AgentInterface => iface !== null);
+  const ranges = await mtuRanges(found.map((iface) => `${iface.name}#${iface.mac}`).join(' '));
+  return found.map((iface) => ({ ...iface, mtuRange: ranges.get(iface.name) ?? null }));
 }
 
 type MtuRange = NonNullable<AgentInterface['mtuRange']>;
@@ -36,7 +36,8 @@ let knownRanges: { key: string; ranges: Map<string, MtuRange> } | undefined;
 /**
  * Each interface's MTU range as the kernel has it (`ip -d -j link show`: min_mtu and max_mtu,
  * which /sys does not show). A driver's range does not change, so `ip` runs again only when the
- * interfaces do (`key`: their names and ifindexes), not at every heartbeat. A max_mtu of 0 is no
+ * interfaces do (`key`: their names and MACs, which readInterface has read already; a veth made
+ * again gets a new MAC), not at every heartbeat. A max_mtu of 0 is no
  * limit (lo): no range. Without `ip`, no ranges, asked again at the next heartbeat.
  */
 async function mtuRanges(key: string): Promise<Map<string, MtuRange>> {
