@@ -68,6 +68,9 @@ for (const engine of Object.values(ENGINES)) {
       // this allowed before; the kernel's bound alone is 72 MiB here).
       assert.ok(receiver.figures.bytes <= sender.figures.bytes, 'no byte is received twice');
       const counts = `sent ${sender.figures.bytes}, received ${receiver.figures.bytes}`;
+      // Which read path counted the receiver's calls: the builtin's own recv() calls where koffi loads; no other end says.
+      assert.equal(receiver.figures.readPath, engine.name === 'builtin' ? 'recv' : undefined);
+      assert.equal(sender.figures.readPath, undefined);
       if (engine.name === 'builtin') assert.equal(receiver.figures.bytes, sender.figures.bytes, counts);
       else {
         const uncounted = sender.figures.bytes - receiver.figures.bytes;
@@ -220,6 +223,7 @@ test("builtin TCP where koffi cannot load: Node's sockets at both ends (the raw 
   assert.ok(sender.figures!.bytes > 0);
   assert.equal(sender.figures!.bytes, sender.figures!.calls! * 131072);
   assert.equal(receiver.figures!.bytes, sender.figures!.bytes);
+  assert.equal(receiver.figures!.readPath, 'node', "the result says its calls are Node's read completions, not recv() calls");
 });
 
 test('importing the engines runs no engine process code in the importer (the agent)', () => {

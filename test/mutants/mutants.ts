@@ -982,6 +982,15 @@ export const MUTANTS: Mutant[] = [
     pattern: 'bufferLength per call',
   },
   {
+    id: 'tcp-read-path-mislabelled',
+    what: "the builtin TCP receiver reading through Node's sockets (no koffi) says its calls are recv() calls: a run's calls then read as the system's where they are Node's fewer read completions",
+    file: 'services/agent/src/engines/builtin/tcp-ends.ts',
+    from: "calls), readPath: 'node' }",
+    to: "calls), readPath: 'recv' }",
+    tests: ['test/engines/contract.test.ts'],
+    pattern: 'koffi cannot load',
+  },
+  {
     id: 'engine-full-core-ignored',
     what: "a receiver whose engine used 80% of a core that was 97% busy, mostly with it, is judged limited by nothing (none), not by its CPU",
     file: ATTRIBUTION,

@@ -1968,8 +1968,13 @@ export interface components {
             userCpuSeconds: number;
             /** @description Of `cpuSeconds`, the time in the kernel on the engine's behalf (its system calls, and the softirq work the kernel did in its context). Softirq work on other CPUs is not in it: see `diagnostics.*.host.cpu`. */
             systemCpuSeconds: number;
-            /** @description Write calls at the sender; at the receiver recv() calls (the builtin's TCP stream), or Node's read completions where it reads through Node: rr's responder, a file sink, a host where koffi cannot load (UDP: datagrams). Null where the engine does not count them (iperf3 TCP). */
+            /** @description Write calls at the sender; at the receiver recv() calls (the builtin's TCP stream), or Node's read completions where it reads through Node: rr's responder, a file sink, a host where koffi cannot load (UDP: datagrams); `readPath` says which. Null where the engine does not count them (iperf3 TCP). */
             calls: number | null;
+            /**
+             * @description At a builtin TCP receiver only: how it read what arrived, and so what its `calls` are. `recv`: its own recv() calls on the sockets' descriptors (a stream into memory). `node`: Node's sockets, each call a read completion (rr's responder, a file sink, or a host where koffi cannot load: slower, see the README's receive-path figures). Absent at every other end.
+             * @enum {string}
+             */
+            readPath?: "recv" | "node";
             realBitsPerSecond: number;
             cpuBitsPerSecond: number;
             realCallsPerSecond: number | null;

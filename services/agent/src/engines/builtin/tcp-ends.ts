@@ -105,7 +105,7 @@ export function receive(input: TcpChildInput, send: Send, answerOf?: (socket: So
         // A sink's end is its last write's: the data are where the run says they go.
         void (sink ? sink.finish().then(() => (lastAt = performance.now())) : Promise.resolve()).then(() => {
           const intervals = sampler.finish(lastAt);
-          resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+          resolve({ figures: { ...endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), readPath: 'node' }, intervals, ...(socketBuffers ? { socketBuffers } : {}) });
         }, reject);
       });
     });
@@ -185,7 +185,7 @@ function receiveRaw(lib: Exclude<ReturnType<typeof rawTcp>, Error>, input: TcpCh
           return;
         }
         const intervals = sampler.finish(lastAt);
-        resolve({ figures: endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), intervals, ...(socketBuffers ? { socketBuffers } : {}) });
+        resolve({ figures: { ...endFigures(bytes, (lastAt - firstAt) / 1000, cpuSeconds(cpu!), calls), readPath: 'recv' }, intervals, ...(socketBuffers ? { socketBuffers } : {}) });
       },
       onError: fail,
     });
