@@ -11,10 +11,14 @@
  *   schedule (uniform in BENCH_NOISE_GAP seconds, default 8-20: spikes a trial meets now and
  *   then); each rate's coefficient of variation over the repeats. BENCH_NOISY_GOAL=final,sum
  *   (seconds) sets the noisy MLRsearch's final trial duration and duration sum (default
- *   BENCH_SECONDS and twice it; CSIT runs 1,21); BENCH_PHASES (default quiet,noise) picks the phases; BENCH_ENGINE (builtin, or iperf3) the
+ *   BENCH_SECONDS and twice it; CSIT runs 1,21), and a third value its exceed ratio (default 0.5); BENCH_PHASES (default quiet,noise) picks the phases; BENCH_ENGINE (builtin, or iperf3) the
  *   engine. The quiet phase reports each MLRsearch bound against the shaper's rate and
  *   against what a final trial carries through its queue (the rate × (1 + 56 ms / T)).
+ * BENCH_QUEUE=latency_ms,burst_bytes replaces the shaper's tbf (the switch port that feeds B,
+ * and B's own eth1) with that queue and bucket, in place of the lab's 50 ms and 16,000 bytes:
+ * a shallow queue lets a short final trial measure the rate rather than the queue.
  */
+import { command } from '@niclab/shared/runtime/command';
 import { bareIperf3Udp, flow, round, startLab, writeResult } from './lib.js';
 import { seededRandom as seeded } from '../test/helpers/random.js';
 
@@ -22,14 +26,16 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
 const SEED = Number(process.env.BENCH_SEED ?? 2026);
 const [GAP_MIN, GAP_MAX] = (process.env.BENCH_NOISE_GAP ?? '8-20').split('-').map(Number) as [number, number];
-const [NOISY_FINAL, NOISY_SUM] = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',').map(Number) as [number, number];
+const [NOISY_FINAL, NOISY_SUM, NOISY_EXCEED = 0.5] = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',').map(Number) as [number, number, number?];
 const PHASES = (process.env.BENCH_PHASES ?? 'quiet,noise').split(',');
 const ENGINE = process.env.BENCH_ENGINE ?? 'builtin';
-if (!(NOISY_FINAL > 0 && NOISY_SUM >= NOISY_FINAL)) throw new Error(`BENCH_NOISY_GOAL is final,sum in seconds, the sum at least the final trial's duration: not ${process.env.BENCH_NOISY_GOAL}`);
+if (!(NOISY_FINAL > 0 && NOISY_SUM >= NOISY_FINAL && NOISY_EXCEED >= 0 && NOISY_EXCEED < 1)) throw new Error(`BENCH_NOISY_GOAL is final,sum[,exceed] (seconds, the sum at least the final trial's duration; an exceed ratio in [0, 1), default 0.5): not ${process.env.BENCH_NOISY_GOAL}`);
 if (!PHASES.length || PHASES.some((p) => p !== 'quiet' && p !== 'noise')) throw new Error(`BENCH_PHASES takes quiet and/or noise: not ${process.env.BENCH_PHASES}`);
 if (ENGINE !== 'builtin' && ENGINE !== 'iperf3') throw new Error(`BENCH_ENGINE is builtin or iperf3: not ${ENGINE}`);
-/** The 20 Mbit/s tbf's queue as lab.ts sets it, s: a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
-const QUEUE_SECONDS = 0.056;
+const QUEUE = process.env.BENCH_QUEUE ? process.env.BENCH_QUEUE.split(',').map(Number) as [number, number] : null;
+if (QUEUE && !(QUEUE.length === 2 && QUEUE[0] > 0 && QUEUE[1] >= 1600)) throw new Error(`BENCH_QUEUE is latency_ms,burst_bytes (a bucket of at least one frame, 1,600 bytes): not ${process.env.BENCH_QUEUE}`);
+/** The 20 Mbit/s tbf's queue, s (lab.ts's 50 ms and a 16,000-byte bucket, or BENCH_QUEUE's): a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
+const QUEUE_SECONDS = QUEUE ? QUEUE[0] / 1000 + QUEUE[1] / (20e6 / 8) : 0.056;
 const SIZE = 1000;
 const SHAPER_PPS = 20e6 / ((SIZE + 42) * 8);
 const BOUNDS = { min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) } };
@@ -43,6 +49,12 @@ const cv = (xs: number[]) => {
 const lab = await startLab(2, 'A=none,B=20mbit');
 try {
   const [A, B] = lab.lab.hosts;
+  if (QUEUE) {
+    const tbf = ['root', 'tbf', 'rate', '20mbit', 'burst', `${QUEUE[1]}b`, 'latency', `${QUEUE[0]}ms`];
+    await command('tc', ['-n', lab.lab.switchNamespace, 'qdisc', 'replace', 'dev', `p${B!.name}`, ...tbf]);
+    await command('tc', ['-n', B!.namespace, 'qdisc', 'replace', 'dev', 'eth1', ...tbf]);
+    console.log(`shaper: ${(await command('tc', ['-n', lab.lab.switchNamespace, 'qdisc', 'show', 'dev', `p${B!.name}`])).trim()}`);
+  }
   const base = { engine: ENGINE, protocol: 'udp', duration: SECONDS, socketBuffer: 4194304, udp: { packetSize: SIZE, rate: { packetsPerSecond: 1000 } }, flows: [flow('A', 'B')] };
   const run = async (search: Record<string, unknown>) => {
     const started = Date.now();
@@ -58,8 +70,8 @@ try {
     console.log(`binary ${JSON.stringify(row)}`);
     return row;
   };
-  const mlr = async (finalTrialDuration: number, durationSum: number) => {
-    const goal = { finalTrialDuration, durationSum, width: 0.01, exceedRatio: 0.5 };
+  const mlr = async (finalTrialDuration: number, durationSum: number, exceedRatio = 0.5) => {
+    const goal = { finalTrialDuration, durationSum, width: 0.01, exceedRatio };
     const { job, wallSeconds, report } = await run({ algorithm: 'mlrsearch', goals: [{ lossRatio: 0, ...goal }, { lossRatio: 0.005, ...goal }] });
     const r = report.mlrSearches[0];
     const row = {
@@ -132,7 +144,7 @@ try {
     };
     try {
       for (let i = 0; i < REPEATS; i++) {
-        await attempt('mlrsearch', i + 1, mlrRuns, () => mlr(NOISY_FINAL, NOISY_SUM));
+        await attempt('mlrsearch', i + 1, mlrRuns, () => mlr(NOISY_FINAL, NOISY_SUM, NOISY_EXCEED));
         await attempt('binary', i + 1, binaryRuns, () => binary({ target: 'pdr', lossRatio: 0.005 }));
       }
     } finally {
@@ -141,8 +153,11 @@ try {
     }
     const goalValues = (index: number) => mlrRuns.map((r) => r.goals[index]!.conditional).filter((v): v is number => v !== null);
     const repeatability = {
-      repeats: REPEATS, seed: SEED, mlrFinalTrialDuration: NOISY_FINAL, mlrDurationSum: NOISY_SUM, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
+      repeats: REPEATS, seed: SEED, mlrFinalTrialDuration: NOISY_FINAL, mlrDurationSum: NOISY_SUM, mlrExceedRatio: NOISY_EXCEED, noiseGapSeconds: [GAP_MIN, GAP_MAX], bursts: bursts.length, burstErrors: burstErrors.length, burstSeconds: 1, burstMbitPerSecond: 4,
       mlrNdrConditional: cv(goalValues(0)), mlrPdrConditional: cv(goalValues(1)),
+      // Against the shaper, and against what a final trial carries through its queue.
+      mlrPdrOfShaper: goalValues(1).map((v) => round(v / SHAPER_PPS, 4)), mlrNdrOfShaper: goalValues(0).map((v) => round(v / SHAPER_PPS, 4)),
+      carriedByFinalTrial: round(SHAPER_PPS * (1 + QUEUE_SECONDS / NOISY_FINAL), 1),
       binaryPdrFound: cv(binaryRuns.map((r) => r.found).filter((v): v is number => v !== null)),
       failed, mlrTrialSeconds: mlrRuns.map((r) => r.trialSeconds), binaryPdrTrialSeconds: binaryRuns.map((r) => r.trialSeconds), mlrVoidTrials: mlrRuns.map((r) => r.void),
     };
@@ -150,7 +165,7 @@ try {
     return { repeatability, bursts, mlrRuns, binaryRuns };
   };
   const repeated = PHASES.includes('noise') ? await noisePhase() : null;
-  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, engine: ENGINE, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, accuracy, bare, ...repeated })}`);
+  console.log(`written ${await writeResult('mlrsearch', { seconds: SECONDS, queueSeconds: QUEUE_SECONDS, engine: ENGINE, packetSize: SIZE, shaperPps: round(SHAPER_PPS, 1), quiet, cost, accuracy, bare, ...repeated })}`);
 } finally {
   await lab.close();
 }
