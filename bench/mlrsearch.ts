@@ -26,16 +26,18 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
 const SEED = Number(process.env.BENCH_SEED ?? 2026);
 const [GAP_MIN, GAP_MAX] = (process.env.BENCH_NOISE_GAP ?? '8-20').split('-').map(Number) as [number, number];
-const [NOISY_FINAL, NOISY_SUM, NOISY_EXCEED = 0.5] = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',').map(Number) as [number, number, number?];
+const NOISY_GOAL = (process.env.BENCH_NOISY_GOAL ?? `${SECONDS},${2 * SECONDS}`).split(',');
+const [NOISY_FINAL, NOISY_SUM, NOISY_EXCEED = 0.5] = NOISY_GOAL.map((v) => (v.trim() === '' ? NaN : Number(v))) as [number, number, number?];
 const PHASES = (process.env.BENCH_PHASES ?? 'quiet,noise').split(',');
 const ENGINE = process.env.BENCH_ENGINE ?? 'builtin';
-if (!(NOISY_FINAL > 0 && NOISY_SUM >= NOISY_FINAL && NOISY_EXCEED >= 0 && NOISY_EXCEED < 1)) throw new Error(`BENCH_NOISY_GOAL is final,sum[,exceed] (seconds, the sum at least the final trial's duration; an exceed ratio in [0, 1), default 0.5): not ${process.env.BENCH_NOISY_GOAL}`);
+if (!(NOISY_GOAL.length <= 3 && NOISY_FINAL > 0 && NOISY_SUM >= NOISY_FINAL && NOISY_EXCEED >= 0 && NOISY_EXCEED < 1)) throw new Error(`BENCH_NOISY_GOAL is final,sum[,exceed] (seconds, the sum at least the final trial's duration; an exceed ratio in [0, 1), default 0.5): not ${process.env.BENCH_NOISY_GOAL}`);
 if (!PHASES.length || PHASES.some((p) => p !== 'quiet' && p !== 'noise')) throw new Error(`BENCH_PHASES takes quiet and/or noise: not ${process.env.BENCH_PHASES}`);
 if (ENGINE !== 'builtin' && ENGINE !== 'iperf3') throw new Error(`BENCH_ENGINE is builtin or iperf3: not ${ENGINE}`);
 const QUEUE = process.env.BENCH_QUEUE ? process.env.BENCH_QUEUE.split(',').map(Number) as [number, number] : null;
 if (QUEUE && !(QUEUE.length === 2 && QUEUE[0] > 0 && QUEUE[1] >= 1600)) throw new Error(`BENCH_QUEUE is latency_ms,burst_bytes (a bucket of at least one frame, 1,600 bytes): not ${process.env.BENCH_QUEUE}`);
-/** The 20 Mbit/s tbf's queue, s (lab.ts's 50 ms and a 16,000-byte bucket, or BENCH_QUEUE's): a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
-const QUEUE_SECONDS = QUEUE ? QUEUE[0] / 1000 + QUEUE[1] / (20e6 / 8) : 0.056;
+/** The 20 Mbit/s tbf's queue, s (lab.ts's 50 ms and 16,000-byte bucket, 56.4 ms, or BENCH_QUEUE's): a trial of T s carries the rate × (1 + QUEUE_SECONDS / T). */
+const [LATENCY_MS, BUCKET_BYTES] = QUEUE ?? [50, 16_000];
+const QUEUE_SECONDS = LATENCY_MS / 1000 + BUCKET_BYTES / (20e6 / 8);
 const SIZE = 1000;
 const SHAPER_PPS = 20e6 / ((SIZE + 42) * 8);
 const BOUNDS = { min: { packetsPerSecond: Math.round(SHAPER_PPS * 0.85) }, max: { packetsPerSecond: Math.round(SHAPER_PPS * 1.15) } };

@@ -1,5 +1,6 @@
 // Preloaded (node --require) into an engine child: koffi will not load, as on a host without its
-// prebuilt binary, so the child takes its fallback (Node's dgram).
+// prebuilt binary, so the child takes its fallback (Node's dgram for UDP and the probe, Node's
+// sockets for the TCP receiver's reads).
 const Module = require('node:module');
 const load = Module._load;
 Module._load = function (request, ...rest) {

@@ -1971,7 +1971,7 @@ export interface components {
             /** @description Write calls at the sender; at the receiver recv() calls (the builtin's TCP stream), or Node's read completions where it reads through Node: rr's responder, a file sink, a host where koffi cannot load (UDP: datagrams); `readPath` says which. Null where the engine does not count them (iperf3 TCP). */
             calls: number | null;
             /**
-             * @description At a builtin TCP receiver only: how it read what arrived, and so what its `calls` are. `recv`: its own recv() calls on the sockets' descriptors (a stream into memory). `node`: Node's sockets, each call a read completion (rr's responder, a file sink, or a host where koffi cannot load: slower, see the README's receive-path figures). Absent at every other end.
+             * @description At a builtin TCP receiver only: how it read what arrived, and so what its `calls` are. `recv`: its own recv() calls on the sockets' descriptors (a stream into memory). `node`: Node's sockets, each call a read completion (rr's responder, a file sink, or a host where koffi cannot load: slower, see BENCHMARKS.md's fidelity section). Absent at every other end.
              * @enum {string}
              */
             readPath?: "recv" | "node";
