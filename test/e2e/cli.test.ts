@@ -66,6 +66,18 @@ test('niclab search --goal ndr --goal pdr=1%: an MLRsearch of those goals; a bin
   const unknown = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'fast');
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /--goal: "fast" is not ndr, pdr or pdr=LOSS/);
+  // --exceed-ratio and --duration-sum are every goal's: the listed ones, or NDR and PDR 0.5% when none is.
+  const forgiving = await niclabCli('search', ...loop, '--min', '100pps', '--max', '500pps', '-t', '10', '--exceed-ratio', '70%', '--duration-sum', '31');
+  assert.equal(forgiving.code, 0, forgiving.stderr);
+  const shown = JSON.parse((await niclabCli('job', forgiving.stdout.trim(), '--json')).stdout).spec.search;
+  await niclabCli('cancel', forgiving.stdout.trim());
+  assert.deepEqual(shown.goals.map((g: { lossRatio: number; exceedRatio: number; durationSum: number; finalTrialDuration: number }) => [g.lossRatio, g.exceedRatio, g.durationSum, g.finalTrialDuration]), [[0, 0.7, 31, 10], [0.005, 0.7, 31, 10]]);
+  const badSum = await niclabCli('search', ...loop, '--max', '500pps', '--goal', 'pdr', '--duration-sum', 'long');
+  assert.equal(badSum.code, 2);
+  assert.match(badSum.stderr, /--duration-sum: "long" is not a number of seconds/);
+  const badExceed = await niclabCli('search', ...loop, '--max', '500pps', '--exceed-ratio', 'most');
+  assert.equal(badExceed.code, 2);
+  assert.match(badExceed.stderr, /--exceed-ratio: "most" is not a share like 70% or 0\.7/);
 });
 
 test('every command has help of its own: --help prints its lines of the usage and exits 0', async () => {

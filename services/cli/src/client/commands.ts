@@ -51,6 +51,8 @@ const RUN_OPTIONS = {
   goal: { type: 'string', multiple: true },
   mlrsearch: { type: 'boolean' },
   'latency-at': { type: 'string' },
+  'exceed-ratio': { type: 'string' },
+  'duration-sum': { type: 'string' },
   'both-directions': { type: 'boolean' },
   'with-rr': { type: 'boolean' },
   probe: { type: 'boolean' },
@@ -143,11 +145,13 @@ export const CLIENT_USAGE = `Scripting commands (through the API: --api URL or N
       The highest UDP rate with no loss (or at most --pdr), by binary search (RFC 2544); --max
       defaults to the sender's link speed. With --wait: one line per trial, then the table.
   niclab search --from A:eth1 --to B:eth1 --goal ndr --goal pdr=0.5% [-t 10] [--min R] [--max R]
-             [--latency-at 10%,50%,90%] [--wait]
+             [--exceed-ratio 50%] [--duration-sum 21] [--latency-at 10%,50%,90%] [--wait]
       Several loss goals in one MLRsearch (draft-ietf-bmwg-mlrsearch, RFC 9971): per goal the
       relevant bounds and the conditional throughput; -t is the final trial duration. --mlrsearch
-      alone searches NDR and PDR 0.5%. --latency-at: then a run at each fraction of the PDR's
-      conditional throughput with a latency probe beside each flow (round trips in the table).
+      alone searches NDR and PDR 0.5%. --exceed-ratio and --duration-sum (s) set every goal's
+      (70% and 31 with -t 10: one clean final trial in three decides, for noise that only adds
+      loss). --latency-at: then a run at each fraction of the PDR's conditional throughput with a
+      latency probe beside each flow (round trips in the table).
   niclab jobs [--status S] [--limit N]
   niclab job ID
   niclab cancel ID

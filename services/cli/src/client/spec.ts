@@ -193,6 +193,9 @@ export interface RunOptions {
   mlrsearch?: boolean;
   /** `--latency-at 10%,50%,90%`: an MLRsearch's latency runs at these fractions of its PDR. */
   'latency-at'?: string;
+  /** `--exceed-ratio 70%`, `--duration-sum 31`: every MLRsearch goal's Goal Exceed Ratio and Goal Duration Sum (s). */
+  'exceed-ratio'?: string;
+  'duration-sum'?: string;
   /** Both directions of each flow, one after the other (sweep.direction). */
   'both-directions'?: boolean;
   /** A mesh group instead of --from/--to: LABELS:INTERFACE. */
@@ -377,9 +380,15 @@ export function searchSpecOf(o: RunOptions): Partial<JobRequest> & { flows: JobR
   // The search sets each trial's rate; the spec's own rate is the first one tried.
   spec.udp = { packetSize: o.size ? parseSize(o.size, '--size') : 1470, rate: max ?? min ?? { packetsPerSecond: 1000 } };
   type Search = NonNullable<JobSpec['search']>;
-  if (o.goal || o.mlrsearch || o['latency-at']) {
+  if (o.goal || o.mlrsearch || o['latency-at'] || o['exceed-ratio'] || o['duration-sum']) {
     if (o.pdr || o.resolution || o.confirm) throw new ArgumentError('--pdr, --resolution and --confirm are a binary search\'s: an MLRsearch takes --goal ndr|pdr[=LOSS]');
-    const search: Search = { algorithm: 'mlrsearch', ...(o.goal ? { goals: o.goal.map(goalOf) } : {}), ...(o['latency-at'] ? { latencyAt: fractions(o['latency-at']) } : {}) };
+    // Every goal's, the listed ones or the default NDR and PDR 0.5%; the API checks the ranges.
+    const shared = {
+      ...(o['exceed-ratio'] ? { exceedRatio: lossRatio(o['exceed-ratio'], '--exceed-ratio', 'a share like 70% or 0.7') } : {}),
+      ...(o['duration-sum'] ? { durationSum: seconds(o['duration-sum'], '--duration-sum') } : {}),
+    };
+    const goals = (o.goal ?? (Object.keys(shared).length ? ['ndr', 'pdr'] : [])).map((g) => ({ ...goalOf(g), ...shared }));
+    const search: Search = { algorithm: 'mlrsearch', ...(goals.length ? { goals } : {}), ...(o['latency-at'] ? { latencyAt: fractions(o['latency-at']) } : {}) };
     if (min) search.min = min;
     if (max) search.max = max;
     spec.search = search; // the API fills in the defaults it leaves out
