@@ -58,14 +58,14 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** How long stop() lets a worker still connecting finish before closing it. */
+const WORKER_READY_ON_STOP_MS = 3000;
+
 /**
  * Turns jobs into runs and runs into agent tasks: receivers first, then senders at a common
  * start instant, then both ends' reports gathered into the run. A BullMQ worker; any number
  * of coordinators can share the queue.
  */
-/** How long stop() lets a worker still connecting finish before closing it. */
-const WORKER_READY_ON_STOP_MS = 3000;
-
 export class Coordinator {
   private readonly keys: Keys;
   private readonly redis: Redis;
