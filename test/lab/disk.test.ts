@@ -166,12 +166,15 @@ describe('disk against memory: a sink on a throttled device', { skip: NOT_ROOT }
     const submitted = await t.client.submit({ engine: 'iperf3', duration: 2, bufferLength: BLOCK, flows: [flow('A', 'B')], file: { sink: true, ioMode: 'dsync', probeSeconds: 1 }, sweep: { io: ['file'] } });
     assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
     // The kernel's own word on the sink while iperf3 writes it: lsattr shows its S attribute.
+    // The agent creates the file, then runs chattr: a read between the two shows no S yet (a
+    // fresh-clone run at 236ab64 read '--------------e-------' there), so read until S shows
+    // or the time is up; a sink that never gets it fails below.
     let attributes = '';
     const deadline = Date.now() + 20_000;
-    while (!attributes && Date.now() < deadline) {
+    while (!attributes.includes('S') && Date.now() < deadline) {
       const name = readdirSync(sink.mount).find((n) => n.endsWith('.sink'));
       if (name) attributes = (await command('lsattr', ['-d', join(sink.mount, name)]).catch(() => '')).split(/\s+/)[0] ?? '';
-      else await new Promise((r) => setTimeout(r, 20));
+      if (!attributes.includes('S')) await new Promise((r) => setTimeout(r, 20));
     }
     const { job } = await t.client.finish(submitted.body.id, 60_000);
     assert.equal(job.status, 'succeeded', JSON.stringify(job.error ?? job.runs));
